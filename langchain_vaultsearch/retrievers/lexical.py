@@ -1,0 +1,200 @@
+"""TieredLexicalRetriever: the lexical core as a LangChain `BaseRetriever`."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from functools import cmp_to_key
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+
+from langchain_vaultsearch.search.core import (
+    CANDIDATE_LIMIT_RANGE,
+    MAX_RESULTS_RANGE,
+    NoteIdRank,
+    SearchCore,
+    SearchOptions,
+)
+from langchain_vaultsearch.search.expansion import ExpandedQuery, QueryExpanderLike, note_mentions
+from langchain_vaultsearch.search.scoring import NormalizationMethod
+from langchain_vaultsearch.text.chunking import chunk_index_from_chunk_id, note_path_from_chunk_id
+from langchain_vaultsearch.vault.vault import Vault
+
+# Two chunks of one note closer than this keep reading order (seed §12).
+_SAME_NOTE_TIE = 0.01
+
+
+class TieredLexicalRetriever(BaseRetriever):
+    """Search an Obsidian-style vault lexically: recall, BM25+ over chunks, boosts.
+
+    Setup:
+        `pip install langchain-vaultsearch`; no API key, no index to build.
+
+    Key init args:
+        vault_path: the vault folder (or pass a shared `vault`).
+        k: results per query (1..100, default 30); also `invoke(query, k=5)`.
+        min_similarity_score: a result is `includeInContext` when its raw score is at
+            least this share of the best raw score (0 keeps every result).
+
+    Instantiate:
+        .. code-block:: python
+
+            from langchain_vaultsearch import TieredLexicalRetriever
+
+            retriever = TieredLexicalRetriever(vault_path="~/notes", k=10)
+
+    Usage:
+        .. code-block:: python
+
+            docs = retriever.invoke("how do I set up OAuth in Next.js?")
+            docs[0].metadata["path"], docs[0].metadata["score"]
+
+    Each document is one chunk (`Document.id` = `"path#index"`) with the seed's metadata
+    keys: `path`, `title`, `chunkId`, `score`, `rerank_score`, `source`, `engine`,
+    `includeInContext`, `mtime`, `ctime`, `tags`, `isChunk`, `explanation`.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    vault_path: str | None = None
+    """Vault folder; `~` is expanded. Ignored when `vault` is given."""
+    vault: Vault | None = Field(default=None, exclude=True, repr=False)
+    """A `Vault` shared with other retrievers, so the vault is scanned once."""
+    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1])
+    """Results per query (the seed's maxK)."""
+    salient_terms: list[str] = Field(default_factory=list)
+    """Extra ranking terms added to every query's salient terms."""
+    min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Share of the best raw score a result needs to be `includeInContext`."""
+    enable_lexical_boosts: bool = True
+    """Folder and graph boosts."""
+    candidate_limit: int = Field(default=200, ge=CANDIDATE_LIMIT_RANGE[0], le=CANDIDATE_LIMIT_RANGE[1])
+    """Notes recall hands to ranking."""
+    return_all: bool = False
+    """Return up to 100 results (tag and time style queries)."""
+    inclusions: list[str] | str | None = None
+    """Only search notes matching one of these rules (`Folder`, `#tag`, `[[Note]]`, ...)."""
+    exclusions: list[str] | str | None = None
+    """Never search notes matching these rules."""
+    normalization: NormalizationMethod = "minmax"
+    """How raw scores map into [0.02, 0.98]."""
+    pre_expanded_query: ExpandedQuery | None = Field(default=None, exclude=True)
+    """Use this expansion instead of expanding each query."""
+    query_expander: QueryExpanderLike | None = Field(default=None, exclude=True, repr=False)
+    """An LLM query expander; without one, salient terms come from the query itself."""
+
+    _core: SearchCore = PrivateAttr()
+    _last_expansion: ExpandedQuery | None = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @model_validator(mode="after")
+    def _open_vault(self) -> TieredLexicalRetriever:
+        if self.vault is None:
+            if not self.vault_path:
+                msg = "TieredLexicalRetriever needs vault_path or vault"
+                raise ValueError(msg)
+            self.vault = Vault(
+                self.vault_path, inclusions=self.inclusions, exclusions=self.exclusions
+            )
+        self._core = SearchCore(self.vault, query_expander=self.query_expander)
+        return self
+
+    @property
+    def last_query_expansion(self) -> ExpandedQuery | None:
+        """The expansion of the most recent query (for `--explain` and debugging)."""
+        return self._last_expansion
+
+    @property
+    def core(self) -> SearchCore:
+        """The underlying pipeline, shared with the other retrievers of this package."""
+        return self._core
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        salient_terms: Sequence[str] | None = None,
+    ) -> list[Document]:
+        return self._search(query, k, salient_terms)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        salient_terms: Sequence[str] | None = None,
+    ) -> list[Document]:
+        # Scanning and ranking are CPU and file work: run them off the event loop.
+        return await asyncio.to_thread(self._search, query, k, salient_terms)
+
+    def _search(
+        self, query: str, k: int | None, salient_terms: Sequence[str] | None
+    ) -> list[Document]:
+        if k is not None and not MAX_RESULTS_RANGE[0] <= k <= MAX_RESULTS_RANGE[1]:
+            msg = f"k must be between {MAX_RESULTS_RANGE[0]} and {MAX_RESULTS_RANGE[1]}, got {k}"
+            raise ValueError(msg)
+        extra = [*self.salient_terms, *(salient_terms or ()), *note_mentions(query or "")]
+        options = SearchOptions(
+            max_results=k or self.k,
+            candidate_limit=self.candidate_limit,
+            salient_terms=tuple(dict.fromkeys(extra)),
+            enable_lexical_boosts=self.enable_lexical_boosts,
+            return_all=self.return_all,
+            pre_expanded_query=self.pre_expanded_query,
+            normalization=self.normalization,
+        )
+        result = self._core.retrieve(query, options)
+        with self._lock:
+            self._last_expansion = result.expansion
+        documents = self._to_documents(result.results)
+        documents.sort(key=cmp_to_key(_compare))
+        return documents
+
+    def _to_documents(self, results: list[NoteIdRank]) -> list[Document]:
+        best = max((r.explanation.get("baseScore", r.score) for r in results), default=0.0)
+        documents = []
+        for result in results:
+            path = note_path_from_chunk_id(result.id)
+            info = self._core.vault.get(path)
+            text = self._core.chunks.get_chunk_text(result.id) if info else ""
+            if info is None or not text:
+                continue
+            raw = result.explanation.get("baseScore", result.score)
+            metadata: dict[str, Any] = {
+                "path": path,
+                "title": info.title,
+                "chunkId": result.id,
+                "score": result.score,
+                "rerank_score": result.score,
+                "source": "lexical",
+                "engine": result.engine,
+                "includeInContext": raw >= self.min_similarity_score * best,
+                "mtime": info.mtime_ms,
+                "ctime": info.ctime_ms,
+                "tags": list(info.parsed.tags),
+                "isChunk": True,
+                "explanation": result.explanation,
+            }
+            documents.append(Document(page_content=text, metadata=metadata, id=result.id))
+        return documents
+
+
+def _compare(a: Document, b: Document) -> float:
+    """Score first; chunks of one note within 0.01 of each other keep reading order."""
+    score_a, score_b = float(a.metadata["score"]), float(b.metadata["score"])
+    if abs(score_a - score_b) <= _SAME_NOTE_TIE and a.metadata["path"] == b.metadata["path"]:
+        index_a = chunk_index_from_chunk_id(a.metadata["chunkId"]) or 0
+        index_b = chunk_index_from_chunk_id(b.metadata["chunkId"]) or 0
+        return index_a - index_b
+    return score_b - score_a

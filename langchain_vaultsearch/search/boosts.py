@@ -1,0 +1,153 @@
+"""Folder and graph boosts: coherent clusters of hits rise together.
+
+Both multiply scores after lexical ranking and neither reorders the list; the final sort
+happens after normalisation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from langchain_vaultsearch.search.fulltext import LexicalHit
+from langchain_vaultsearch.vault.vault import Vault
+
+
+@dataclass(frozen=True)
+class FolderBoostConfig:
+    """Folder boost settings (seed defaults).
+
+    Attributes:
+        min_docs: hits from at least this many notes of one folder.
+        min_relevance_ratio: and at least this share of the folder's notes.
+        max_boost: cap on the multiplier.
+    """
+
+    min_docs: int = 2
+    min_relevance_ratio: float = 0.4
+    max_boost: float = 1.15
+
+
+@dataclass(frozen=True)
+class GraphBoostConfig:
+    """Graph boost settings (the values SearchCore uses in the original).
+
+    Attributes:
+        max_candidates: how many top notes are analysed.
+        strength: multiplier slope, `1 + strength * ln(1 + connection score)`.
+        max_boost: cap on the multiplier.
+        backlink_weight: per candidate linking to the note.
+        co_citation_weight: per candidate cited by a common source.
+        shared_tag_weight: per candidate sharing a tag.
+    """
+
+    max_candidates: int = 20
+    strength: float = 0.1
+    max_boost: float = 1.15
+    backlink_weight: float = 1.0
+    co_citation_weight: float = 0.5
+    shared_tag_weight: float = 0.3
+
+
+def apply_folder_boost(
+    hits: Sequence[LexicalHit],
+    folder_sizes: Mapping[str, int],
+    config: FolderBoostConfig = FolderBoostConfig(),
+) -> dict[str, dict[str, float | str | int]]:
+    """Boost hits whose folder holds a relevant share of the results.
+
+    Args:
+        hits: scored chunks; their scores are multiplied in place.
+        folder_sizes: notes directly in each folder (not recursive).
+        config: thresholds and cap.
+
+    Returns:
+        Per boosted folder, the `folderBoost` explanation
+        (`folder, documentCount, totalDocsInFolder, relevanceRatio, boostFactor`).
+    """
+    notes_per_folder: dict[str, set[str]] = {}
+    for hit in hits:
+        notes_per_folder.setdefault(_folder(hit.note_path), set()).add(hit.note_path)
+    boosts: dict[str, dict[str, float | str | int]] = {}
+    for folder, notes in notes_per_folder.items():
+        count = len(notes)
+        total = max(folder_sizes.get(folder, count), count)
+        ratio = count / total
+        if count < config.min_docs or ratio < config.min_relevance_ratio:
+            continue
+        factor = min(1.0 + math.log2(count + 1) * math.sqrt(ratio), config.max_boost)
+        boosts[folder] = {
+            "folder": folder,
+            "documentCount": count,
+            "totalDocsInFolder": total,
+            "relevanceRatio": ratio,
+            "boostFactor": factor,
+        }
+    for hit in hits:
+        boost = boosts.get(_folder(hit.note_path))
+        if boost is not None:
+            hit.score *= float(boost["boostFactor"])
+    return boosts
+
+
+def apply_graph_boost(
+    hits: Sequence[LexicalHit],
+    vault: Vault,
+    config: GraphBoostConfig = GraphBoostConfig(),
+) -> dict[str, dict[str, float | int]]:
+    """Boost notes linked to other top notes.
+
+    Args:
+        hits: scored chunks in rank order; scores are multiplied in place.
+        vault: link graph and tags.
+        config: weights and cap.
+
+    Returns:
+        Per boosted note, the `graphConnections` explanation
+        (`backlinks, coCitations, sharedTags, score, boostMultiplier`).
+    """
+    candidates = list(dict.fromkeys(hit.note_path for hit in hits))[: config.max_candidates]
+    if len(candidates) < 2:
+        return {}
+    candidate_set = set(candidates)
+    tags = {path: _lower_tags(vault, path) for path in candidates}
+    connections: dict[str, dict[str, float | int]] = {}
+    for path in candidates:
+        sources = vault.backlinks(path)
+        backlinks = len(sources & candidate_set)
+        cited_together: set[str] = set()
+        for source in sources:
+            cited_together |= vault.outlinks(source) & candidate_set
+        cited_together.discard(path)
+        shared = sum(1 for other in candidates if other != path and tags[path] & tags[other])
+        score = (
+            config.backlink_weight * backlinks
+            + config.co_citation_weight * len(cited_together)
+            + config.shared_tag_weight * shared
+        )
+        if score <= 0:
+            continue
+        multiplier = min(1.0 + config.strength * math.log1p(score), config.max_boost)
+        connections[path] = {
+            "backlinks": backlinks,
+            "coCitations": len(cited_together),
+            "sharedTags": shared,
+            "score": score,
+            "boostMultiplier": multiplier,
+        }
+    for hit in hits:
+        connection = connections.get(hit.note_path)
+        if connection is not None:
+            hit.score *= float(connection["boostMultiplier"])
+    return connections
+
+
+def _folder(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def _lower_tags(vault: Vault, path: str) -> frozenset[str]:
+    info = vault.get(path)
+    return frozenset(tag.lower() for tag in info.parsed.tags) if info else frozenset()
+

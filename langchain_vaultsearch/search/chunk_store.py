@@ -1,0 +1,147 @@
+"""Chunks of candidate notes and their index terms, cached across queries.
+
+Every query ranks the chunks of up to a few hundred candidate notes. Splitting and
+tokenizing them is the expensive part, and most candidates recur from one query to the
+next, so each note's chunks and per-field terms are kept until the note changes (mtime
+and size) or the memory budget pushes them out, least recently used first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from langchain_vaultsearch.text.chunking import (
+    CHUNK_SIZE,
+    Chunk,
+    chunk_header,
+    chunk_index_from_chunk_id,
+    chunk_note,
+    note_path_from_chunk_id,
+)
+from langchain_vaultsearch.text.tokenize import tokenize_mixed
+from langchain_vaultsearch.vault.markdown import parse_note
+from langchain_vaultsearch.vault.vault import NoteInfo, Vault
+
+DEFAULT_BUDGET_BYTES = 96 * 1024 * 1024
+# Rough cost of one distinct term in a frozenset plus its share of the string.
+_TERM_BYTES = 64
+
+FIELDS = ("title", "tags", "heading", "path", "body")
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    """A chunk with the terms of each field the lexical engine scores.
+
+    Attributes:
+        chunk: the chunk (id, note path, text with header, heading).
+        terms: field name -> distinct terms. `title` holds the file name, frontmatter
+            title and aliases; `body` the chunk text (without the synthetic header, so
+            "note title block content" does not match every chunk) plus frontmatter
+            values, so `author: Alice` makes every chunk of the note findable by "Alice".
+    """
+
+    chunk: Chunk
+    terms: dict[str, frozenset[str]]
+
+
+class ChunkStore:
+    """Chunks per note, built on demand and cached within a byte budget."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        max_chars: int = CHUNK_SIZE,
+        budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    ) -> None:
+        """Create a store over a vault.
+
+        Args:
+            vault: where notes are read from.
+            max_chars: chunk size in characters.
+            budget_bytes: approximate memory the cache may hold.
+        """
+        self._vault = vault
+        self._max_chars = max_chars
+        self._budget = budget_bytes
+        self._used = 0
+        self._cache: OrderedDict[str, tuple[tuple[float, int], list[IndexedChunk], int]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def chunks_for(self, info: NoteInfo) -> list[IndexedChunk]:
+        """The indexed chunks of a note, from cache when the note has not changed."""
+        stamp = (info.mtime_ms, info.size)
+        with self._lock:
+            cached = self._cache.get(info.path)
+            if cached is not None and cached[0] == stamp:
+                self._cache.move_to_end(info.path)
+                return cached[1]
+        text = self._vault.read_text(info.path)
+        chunks = [] if text is None else self._index(info, text)
+        cost = sum(
+            len(c.chunk.content) + _TERM_BYTES * len(c.terms["body"]) for c in chunks
+        )
+        with self._lock:
+            previous = self._cache.pop(info.path, None)
+            if previous is not None:
+                self._used -= previous[2]
+            if cost <= self._budget:
+                self._cache[info.path] = (stamp, chunks, cost)
+                self._used += cost
+                while self._used > self._budget and self._cache:
+                    _path, (_stamp, _chunks, evicted) = self._cache.popitem(last=False)
+                    self._used -= evicted
+        return chunks
+
+    def _index(self, info: NoteInfo, text: str) -> list[IndexedChunk]:
+        parsed = parse_note(text)
+        chunks = chunk_note(
+            info.path, text, parsed.headings, parsed.body_start, max_chars=self._max_chars
+        )
+        if not chunks:
+            return []
+        title_text = " ".join([info.title, *parsed.aliases, _frontmatter_title(parsed.frontmatter)])
+        title = frozenset(tokenize_mixed(title_text))
+        path = frozenset(tokenize_mixed(info.path[:-3].replace("/", " ")))
+        tags = frozenset(t for tag in parsed.tags for t in tokenize_mixed(tag))
+        props = " ".join(parsed.property_values)
+        header = chunk_header(info.title)
+        indexed = []
+        for chunk in chunks:
+            body_text = chunk.content.removeprefix(header)
+            indexed.append(
+                IndexedChunk(
+                    chunk=chunk,
+                    terms={
+                        "title": title,
+                        "tags": tags,
+                        "heading": frozenset(tokenize_mixed(chunk.heading)),
+                        "path": path,
+                        "body": frozenset(tokenize_mixed(f"{body_text} {props}")),
+                    },
+                )
+            )
+        return indexed
+
+    def get_chunk_text(self, chunk_id: str) -> str:
+        """The text of a chunk by id, `""` when the id is malformed or the note is gone.
+
+        The note path is everything before the last `#`, so file names that contain `#`
+        (`C# Notes.md#0`) work, unlike the original.
+        """
+        index = chunk_index_from_chunk_id(chunk_id)
+        info = self._vault.get(note_path_from_chunk_id(chunk_id))
+        if index is None or info is None:
+            return ""
+        chunks = self.chunks_for(info)
+        return chunks[index].chunk.content if 0 <= index < len(chunks) else ""
+
+
+def _frontmatter_title(frontmatter: dict[str, object]) -> str:
+    title = frontmatter.get("title")
+    return title if isinstance(title, str) else ""

@@ -1,0 +1,226 @@
+"""SearchCore: one lexical query, end to end, with no LangChain types.
+
+expand -> recall terms -> recall (whole vault) -> chunks -> BM25+ per field ->
+folder/graph boost -> normalise -> note-diverse top-K. Any failure inside falls back to
+recall-only ranking, logged, never raised: a search box that throws is worse than one
+that ranks plainly.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from langchain_vaultsearch.search.boosts import apply_folder_boost, apply_graph_boost
+from langchain_vaultsearch.search.chunk_store import ChunkStore
+from langchain_vaultsearch.search.expansion import (
+    EMPTY_EXPANSION,
+    ExpandedQuery,
+    QueryExpanderLike,
+    fallback_expansion,
+)
+from langchain_vaultsearch.search.fulltext import rank_chunks
+from langchain_vaultsearch.search.recall import RecallIndex
+from langchain_vaultsearch.search.scoring import (
+    NormalizationMethod,
+    normalize_scores,
+    select_diverse_top_k,
+)
+from langchain_vaultsearch.vault.vault import Vault
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 1000
+RETURN_ALL_LIMIT = 100
+MAX_RESULTS_RANGE = (1, 100)
+CANDIDATE_LIMIT_RANGE = (10, 1000)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Per-query options, clamped to the seed's ranges by `clamped()`.
+
+    Attributes:
+        max_results: results to return (1..100).
+        candidate_limit: notes recall hands to ranking (10..1000).
+        salient_terms: extra ranking terms from the caller (e.g. `[[mentions]]`).
+        enable_lexical_boosts: apply the folder and graph boosts.
+        return_all: tag/time style queries: up to 100 results.
+        pre_expanded_query: skip expansion and use this.
+        normalization: how raw scores map into [0.02, 0.98].
+    """
+
+    max_results: int = 30
+    candidate_limit: int = 200
+    salient_terms: tuple[str, ...] = ()
+    enable_lexical_boosts: bool = True
+    return_all: bool = False
+    pre_expanded_query: ExpandedQuery | None = None
+    normalization: NormalizationMethod = "minmax"
+
+    def clamped(self) -> SearchOptions:
+        """The options with counts forced into their ranges."""
+        max_results = (
+            RETURN_ALL_LIMIT if self.return_all else _clamp(self.max_results, *MAX_RESULTS_RANGE)
+        )
+        return replace(
+            self,
+            max_results=max_results,
+            candidate_limit=_clamp(self.candidate_limit, *CANDIDATE_LIMIT_RANGE),
+        )
+
+
+@dataclass
+class NoteIdRank:
+    """One ranked chunk, as in the seed contract.
+
+    Attributes:
+        id: chunk id `path#index`.
+        score: normalised score.
+        engine: `fulltext`, or `grep` for the fallback.
+        explanation: `lexicalMatches`, `folderBoost`, `graphConnections`, `baseScore`,
+            `finalScore`.
+    """
+
+    id: str
+    score: float
+    engine: str
+    explanation: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Ranked chunks and the expansion that produced them."""
+
+    results: list[NoteIdRank]
+    expansion: ExpandedQuery
+
+
+class SearchCore:
+    """The lexical pipeline over one vault, with its indexes kept between queries."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        query_expander: QueryExpanderLike | None = None,
+        chunk_store: ChunkStore | None = None,
+    ) -> None:
+        """Create the pipeline.
+
+        Args:
+            vault: the notes.
+            query_expander: an LLM expander; without one the fallback terms are used.
+            chunk_store: a shared chunk cache; one is made when omitted.
+        """
+        self.vault = vault
+        self.query_expander = query_expander
+        self.chunks = chunk_store or ChunkStore(vault)
+        self.recall = RecallIndex()
+        self._sync_lock = threading.Lock()
+
+    def sync(self) -> None:
+        """Pick up notes added, changed or removed since the last query."""
+        with self._sync_lock:
+            self.recall.apply(self.vault.refresh())
+            if self.recall.needs_rebuild:
+                self.recall.rebuild(self._all_notes())
+
+    def _all_notes(self) -> list[tuple[Any, str]]:
+        notes = []
+        for info in self.vault.notes.values():
+            text = self.vault.read_text(info.path)
+            if text is not None:
+                notes.append((info, text))
+        return notes
+
+    def expand(self, query: str, options: SearchOptions) -> ExpandedQuery:
+        """The expansion a query will use: given, from the expander, or the fallback."""
+        if options.pre_expanded_query is not None:
+            return replace(options.pre_expanded_query, source="pre-expanded")
+        if self.query_expander is not None:
+            return self.query_expander.expand(query)
+        return fallback_expansion(query)
+
+    def retrieve(self, query: str, options: SearchOptions | None = None) -> SearchResult:
+        """Rank the vault's chunks for a query.
+
+        Args:
+            query: the query; blank gives no results, longer than 1000 characters is cut.
+            options: per-query options (clamped).
+
+        Returns:
+            Ranked chunks, best first, and the expansion used.
+        """
+        query = (query or "").strip()[:MAX_QUERY_CHARS].strip()
+        if not query:
+            return SearchResult([], EMPTY_EXPANSION)
+        opts = (options or SearchOptions()).clamped()
+        expansion = fallback_expansion(query)
+        try:
+            self.sync()
+            expansion = self.expand(query, opts)
+            return SearchResult(self._rank(query, expansion, opts), expansion)
+        except Exception:
+            logger.exception("Lexical search failed for %r; falling back to recall order", query)
+        try:
+            hits = self.recall.candidates([query], opts.max_results)
+        except Exception:
+            logger.exception("Recall fallback failed for %r", query)
+            return SearchResult([], expansion)
+        return SearchResult(
+            [
+                NoteIdRank(f"{path}#0", 1.0 / (rank + 1), "grep")
+                for rank, (path, _score) in enumerate(hits)
+            ],
+            expansion,
+        )
+
+    def _rank(
+        self, query: str, expansion: ExpandedQuery, opts: SearchOptions
+    ) -> list[NoteIdRank]:
+        salient = list(dict.fromkeys([*expansion.salient_terms, *opts.salient_terms]))
+        recall_terms = list(dict.fromkeys([*expansion.recall_terms(), *(t.lower() for t in salient)]))
+        with self._sync_lock:
+            candidates = self.recall.candidates(recall_terms, opts.candidate_limit)
+        chunks = []
+        for path, _score in candidates:
+            info = self.vault.get(path)
+            if info is not None:
+                chunks.extend(self.chunks.chunks_for(info))
+        limit = 3 * RETURN_ALL_LIMIT if opts.return_all else max(opts.max_results * 3, 3)
+        hits = rank_chunks(chunks, salient or [query], self.recall.vocabulary, limit)
+        if not hits:
+            return []
+        folder_boosts: dict[str, dict[str, Any]] = {}
+        graph_boosts: dict[str, dict[str, Any]] = {}
+        if opts.enable_lexical_boosts:
+            folder_boosts = apply_folder_boost(hits, self.vault.folder_sizes())
+            graph_boosts = apply_graph_boost(hits, self.vault)
+        normalised = normalize_scores([hit.score for hit in hits], opts.normalization)
+        ranked = []
+        for hit, final in zip(hits, normalised):
+            explanation: dict[str, Any] = {
+                "lexicalMatches": hit.matches,
+                "baseScore": hit.score,
+                "finalScore": final,
+            }
+            folder = hit.note_path.rsplit("/", 1)[0] if "/" in hit.note_path else ""
+            if folder in folder_boosts:
+                explanation["folderBoost"] = folder_boosts[folder]
+            if hit.note_path in graph_boosts:
+                explanation["graphConnections"] = graph_boosts[hit.note_path]
+            ranked.append(NoteIdRank(hit.id, final, "fulltext", explanation))
+        ranked.sort(key=lambda r: r.score, reverse=True)
+        return select_diverse_top_k(
+            ranked,
+            opts.max_results,
+            score=lambda r: r.score,
+            note=lambda r: r.id.rsplit("#", 1)[0],
+        )
+
+
+def _clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, value))

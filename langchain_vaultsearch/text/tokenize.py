@@ -1,0 +1,123 @@
+"""`tokenize_mixed`: one tokenizer for indexing and querying, across scripts.
+
+The original tokenizer kept only `[a-z0-9_]` runs, so `café` became `caf` and Cyrillic,
+Greek or Arabic notes produced no tokens at all (DESIGN decision 1). Here a word is any
+run of Unicode word characters; CJK runs, which have no spaces between words, become
+overlapping bigrams; tags stay whole and also yield their hierarchy so `#project` finds
+notes tagged `#project/alpha`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Han (with Extension A, B+ and compatibility ideographs), kana and Hangul: scripts
+# written without spaces between words, where bigrams are the standard lexical unit.
+_CJK_CHARS = (
+    "\u3040-\u309f"  # hiragana
+    "\u30a0-\u30ff"  # katakana
+    "\u31f0-\u31ff"  # katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK Extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width katakana
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\uac00-\ud7af"  # Hangul syllables
+    "\U00020000-\U0002fa1f"  # CJK Extensions B-F and compatibility supplement
+)
+CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+_CJK_SPLIT = re.compile(f"([{_CJK_CHARS}]+)")
+_WORD = re.compile(r"\w+")
+# Word runs that may be joined by '.', '-' or an apostrophe ("next.js", "e-mail"): one regex
+# pass is the dominant cost of indexing, so compounds are found in the same pass.
+_JOINED_RUN = re.compile(r"[\w.'’\-]+")
+# A tag is '#' + word characters, '-' and '/', not glued to a preceding word ("C#", "issue#3"),
+# and not made of digits alone ("#123" is an issue number, "#1990s" is a tag). The literal '#'
+# comes first so the regex engine can skip ahead to candidates.
+_TAG = re.compile(r"#(?<![\w#&]#)(?![\d/\-]*(?![\w/\-]))[\w/\-]+")
+
+
+def tokenize_mixed(text: str) -> list[str]:
+    """Split text into lowercase index terms, each term once, in order of appearance.
+
+    Terms are unique because the lexical index scores presence, not frequency (the
+    original's MiniSearch setup did the same): a note that repeats a word forty times is
+    not forty times as relevant.
+
+    Args:
+        text: any text: a note chunk, a title, a path or a query.
+
+    Returns:
+        Tag terms (`#a/b`, `a/b`, `#a`, `a`, `b`), then word terms, CJK bigrams, and
+        accent-folded variants (`café` also gives `cafe`).
+    """
+    if not text:
+        return []
+    lowered = unicodedata.normalize("NFKC", text).lower()
+    tokens: dict[str, None] = {}
+    remainder = lowered
+    if "#" in lowered:
+        for match in _TAG.finditer(lowered):
+            _add_tag_terms(match.group(0).rstrip("/-"), tokens)
+        remainder = _TAG.sub(" ", lowered)
+    for run in _JOINED_RUN.findall(remainder):
+        if run.isascii() and run.isalnum():
+            tokens[run] = None
+            continue
+        words = _WORD.findall(run)
+        for word in words:
+            if word.isascii():
+                tokens[word] = None
+            else:
+                _add_unicode_run(word, tokens)
+        if len(words) > 1 and not CJK_RUN.search(run):
+            tokens["".join(words)] = None
+    return list(tokens)
+
+
+def _add_tag_terms(tag: str, tokens: dict[str, None]) -> None:
+    """Add a tag whole, its body, and every prefix of its hierarchy with and without `#`."""
+    body = tag.lstrip("#")
+    if not body:
+        return
+    tokens["#" + body] = None
+    tokens[body] = None
+    prefix = ""
+    for segment in (part for part in body.split("/") if part):
+        prefix = f"{prefix}/{segment}" if prefix else segment
+        tokens[prefix] = None
+        tokens["#" + prefix] = None
+        tokens[segment] = None
+
+
+def _add_unicode_run(run: str, tokens: dict[str, None]) -> None:
+    """Add a non-ASCII word run: CJK parts as bigrams, other parts as words."""
+    for part in _CJK_SPLIT.split(run):
+        if not part:
+            continue
+        if CJK_RUN.fullmatch(part):
+            if len(part) == 1:
+                tokens[part] = None
+            else:
+                for i in range(len(part) - 1):
+                    tokens[part[i : i + 2]] = None
+            continue
+        tokens[part] = None
+        folded = fold_accents(part)
+        if folded != part:
+            tokens[folded] = None
+
+
+def fold_accents(word: str) -> str:
+    """Remove combining marks, so a query typed without accents still finds `café`."""
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def contains_cjk(text: str) -> bool:
+    """Tell whether text has characters written without spaces between words."""
+    return CJK_RUN.search(text) is not None

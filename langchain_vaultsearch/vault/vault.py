@@ -1,0 +1,386 @@
+"""Vault: the only code that touches the filesystem.
+
+A long-lived retriever must see notes that were added, edited, renamed or deleted since
+its last query without being rebuilt, and must not re-read 6,000 unchanged notes to do
+so. `Vault.refresh` therefore walks the folder tree, compares each note's mtime and size
+with what it saw last time, and reads only what changed (DESIGN decision 3). Everything
+else in the package works on the `NoteInfo` records and the change sets it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
+from langchain_vaultsearch.vault.patterns import PathPattern, is_allowed, parse_patterns
+
+logger = logging.getLogger(__name__)
+
+MAX_NOTE_BYTES = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class NoteInfo:
+    """What is known about one note without keeping its text.
+
+    Attributes:
+        path: vault-relative posix path, e.g. `Projects/Alpha.md`.
+        title: the file name without `.md` (what `[[links]]` and citations use).
+        mtime_ms: modification time, epoch milliseconds.
+        ctime_ms: creation time where the OS records it, else inode change time.
+        size: size in bytes.
+        parsed: frontmatter, tags, aliases, links and headings.
+        searchable: False when the user's inclusion/exclusion rules leave it out.
+    """
+
+    path: str
+    title: str
+    mtime_ms: float
+    ctime_ms: float
+    size: int
+    parsed: ParsedNote
+    searchable: bool
+
+    @property
+    def folder(self) -> str:
+        """The note's folder, `""` for the vault root."""
+        return self.path.rsplit("/", 1)[0] if "/" in self.path else ""
+
+
+@dataclass(frozen=True)
+class VaultChanges:
+    """What one refresh found.
+
+    Attributes:
+        updated: notes added or changed, with their text, so indexes can update without
+            reading the file again.
+        removed: paths of notes that are gone (deleted, renamed away, or now too large).
+    """
+
+    updated: tuple[tuple[NoteInfo, str], ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.updated or self.removed)
+
+
+def decode_note(data: bytes) -> str:
+    """Decode note bytes so a bad byte or a Windows editor never hides a note.
+
+    Args:
+        data: raw file content.
+
+    Returns:
+        The text with invalid UTF-8 replaced, the BOM dropped and line endings `\\n`.
+    """
+    text = data.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+class Vault:
+    """A folder of markdown notes, watched by mtime and size.
+
+    Thread-safe: the async retriever path runs refreshes in worker threads.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        inclusions: str | Sequence[str] | None = None,
+        exclusions: str | Sequence[str] | None = None,
+        include_hidden: bool = False,
+        max_note_bytes: int = MAX_NOTE_BYTES,
+    ) -> None:
+        """Open a vault folder.
+
+        Args:
+            root: the vault folder; `~` is expanded.
+            inclusions: rules (see `patterns.parse_patterns`) a note must match one of.
+            exclusions: rules that remove notes from search.
+            include_hidden: also search dot-folders such as `.obsidian/` and `.trash/`.
+            max_note_bytes: notes larger than this are skipped with a warning.
+
+        Raises:
+            ValueError: when the folder does not exist or a limit is not positive.
+        """
+        path = Path(os.path.expanduser(os.fspath(root)))
+        if not path.is_dir():
+            msg = f"Vault folder does not exist or is not a directory: {path}"
+            raise ValueError(msg)
+        if max_note_bytes <= 0:
+            msg = f"max_note_bytes must be positive, got {max_note_bytes}"
+            raise ValueError(msg)
+        self.root = path.resolve()
+        self.inclusions: tuple[PathPattern, ...] = parse_patterns(inclusions)
+        self.exclusions: tuple[PathPattern, ...] = parse_patterns(exclusions)
+        self.include_hidden = include_hidden
+        self.max_note_bytes = max_note_bytes
+        self._notes: dict[str, NoteInfo] = {}
+        self._stamps: dict[str, tuple[int, int]] = {}
+        self._oversized: set[tuple[str, int]] = set()
+        self._lock = threading.RLock()
+        self._graph: _LinkGraph | None = None
+
+    # ----------------------------------------------------------------- scanning
+
+    def refresh(self) -> VaultChanges:
+        """Bring the note records up to date with the disk.
+
+        Returns:
+            The notes added, changed or removed since the previous refresh.
+        """
+        with self._lock:
+            seen: dict[str, tuple[str, os.stat_result]] = {}
+            for rel, abs_path, stat in self._walk():
+                seen[rel] = (abs_path, stat)
+            updated: list[tuple[NoteInfo, str]] = []
+            unreadable: set[str] = set()
+            for rel, (abs_path, stat) in seen.items():
+                stamp = (stat.st_mtime_ns, stat.st_size)
+                if self._stamps.get(rel) == stamp:
+                    continue
+                loaded = self._load(rel, abs_path, stat)
+                if loaded is None:
+                    unreadable.add(rel)
+                    continue
+                self._stamps[rel] = stamp
+                self._notes[rel] = loaded[0]
+                updated.append(loaded)
+            removed = [rel for rel in self._notes if rel not in seen or rel in unreadable]
+            for rel in removed:
+                self._notes.pop(rel, None)
+                self._stamps.pop(rel, None)
+            if updated or removed:
+                self._graph = None
+            return VaultChanges(tuple(updated), tuple(removed))
+
+    def _walk(self) -> Iterator[tuple[str, str, os.stat_result]]:
+        """Yield every markdown file under the root that stays inside the root."""
+        root = str(self.root)
+        visited = {root}
+        stack = [(root, "")]
+        while stack:
+            abs_dir, rel_dir = stack.pop()
+            try:
+                entries = list(os.scandir(abs_dir))
+            except OSError as exc:
+                logger.warning("Cannot list %s: %s", abs_dir, exc)
+                continue
+            for entry in entries:
+                name = entry.name
+                if name.startswith(".") and not self.include_hidden:
+                    continue
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                try:
+                    is_link = entry.is_symlink()
+                    if entry.is_dir():
+                        real = os.path.realpath(entry.path) if is_link else entry.path
+                        if is_link and not self._inside_root(real):
+                            logger.debug("Skipping symlinked folder outside the vault: %s", rel)
+                            continue
+                        if real not in visited:
+                            visited.add(real)
+                            stack.append((entry.path, rel))
+                        continue
+                    if not name.lower().endswith(".md") or not entry.is_file():
+                        continue
+                    if is_link and not self._inside_root(os.path.realpath(entry.path)):
+                        logger.debug("Skipping symlinked note outside the vault: %s", rel)
+                        continue
+                    yield rel, entry.path, entry.stat()
+                except OSError as exc:
+                    logger.warning("Cannot stat %s: %s", rel, exc)
+
+    def _inside_root(self, real_path: str) -> bool:
+        root = str(self.root)
+        return real_path == root or real_path.startswith(root + os.sep)
+
+    def _load(
+        self, rel: str, abs_path: str, stat: os.stat_result
+    ) -> tuple[NoteInfo, str] | None:
+        if stat.st_size > self.max_note_bytes:
+            key = (rel, stat.st_mtime_ns)
+            if key not in self._oversized:
+                self._oversized.add(key)
+                logger.warning(
+                    "Skipping %s: %d bytes is over the %d-byte note limit",
+                    rel,
+                    stat.st_size,
+                    self.max_note_bytes,
+                )
+            return None
+        try:
+            with open(abs_path, "rb") as handle:
+                text = decode_note(handle.read(self.max_note_bytes + 1))
+        except OSError as exc:
+            logger.warning("Cannot read %s: %s", rel, exc)
+            return None
+        parsed = parse_note(text)
+        if parsed.frontmatter_error:
+            logger.warning(
+                "Ignoring the frontmatter of %s (%s); the note stays searchable",
+                rel,
+                parsed.frontmatter_error,
+            )
+        stem = PurePosixPath(rel).name[:-3]
+        ctime = getattr(stat, "st_birthtime", stat.st_ctime)
+        info = NoteInfo(
+            path=rel,
+            title=stem,
+            mtime_ms=stat.st_mtime_ns / 1e6,
+            ctime_ms=ctime * 1000.0,
+            size=stat.st_size,
+            parsed=parsed,
+            searchable=is_allowed(
+                self.inclusions, self.exclusions, rel, parsed.tags, parsed.frontmatter
+            ),
+        )
+        return info, text
+
+    # ----------------------------------------------------------------- reading
+
+    def read_text(self, path: str) -> str | None:
+        """Read a note by its vault-relative path, refusing anything outside the vault.
+
+        Args:
+            path: vault-relative posix path.
+
+        Returns:
+            The decoded text, or None when the path is unsafe, missing or unreadable.
+        """
+        abs_path = self.safe_path(path)
+        if abs_path is None:
+            return None
+        try:
+            with open(abs_path, "rb") as handle:
+                return decode_note(handle.read(self.max_note_bytes + 1))
+        except OSError:
+            return None
+
+    def safe_path(self, path: str) -> Path | None:
+        """Map a vault-relative path to a file path only if it stays inside the vault.
+
+        Args:
+            path: a path as it appears in a chunk id or a link.
+
+        Returns:
+            The absolute path, or None for absolute paths, `..` escapes and symlinks
+            that lead outside the root.
+        """
+        if not path or path.startswith(("/", "\\")) or "\x00" in path:
+            return None
+        parts = PurePosixPath(path.replace("\\", "/")).parts
+        if any(part == ".." for part in parts) or (parts and ":" in parts[0]):
+            return None
+        candidate = self.root.joinpath(*parts)
+        if not self._inside_root(os.path.realpath(candidate)):
+            return None
+        return candidate
+
+    # ----------------------------------------------------------------- queries
+
+    @property
+    def notes(self) -> dict[str, NoteInfo]:
+        """Notes known after the last refresh, by path (searchable or not)."""
+        return self._notes
+
+    def get(self, path: str) -> NoteInfo | None:
+        """The record of one note, or None."""
+        return self._notes.get(path)
+
+    def folder_sizes(self) -> Counter[str]:
+        """Number of notes directly in each folder (the folder boost's denominator)."""
+        return self._link_graph().folder_sizes
+
+    def backlinks(self, path: str) -> frozenset[str]:
+        """Paths of the notes that link to `path`."""
+        return self._link_graph().backlinks.get(path, frozenset())
+
+    def outlinks(self, path: str) -> frozenset[str]:
+        """Paths of the notes `path` links to (resolved; unresolved links dropped)."""
+        return self._link_graph().outlinks.get(path, frozenset())
+
+    def resolve(self, name: str) -> str | None:
+        """Resolve a link target to a note path the way Obsidian does.
+
+        Exact vault paths win (with or without `.md`), then file names compared
+        case-insensitively, then frontmatter aliases. An ambiguous name picks the
+        shortest path and says so in the log (DESIGN decision 4).
+
+        Args:
+            name: the link target, heading and alias already stripped.
+
+        Returns:
+            The note path, or None.
+        """
+        return self._link_graph().resolve(name)
+
+    def _link_graph(self) -> _LinkGraph:
+        with self._lock:
+            if self._graph is None:
+                self._graph = _LinkGraph(self._notes)
+            return self._graph
+
+
+class _LinkGraph:
+    """Names, aliases, links and backlinks, rebuilt after any change to the vault."""
+
+    def __init__(self, notes: dict[str, NoteInfo]) -> None:
+        self._paths = {path.lower(): path for path in notes}
+        by_name: defaultdict[str, list[str]] = defaultdict(list)
+        by_alias: defaultdict[str, list[str]] = defaultdict(list)
+        self.folder_sizes: Counter[str] = Counter()
+        for path, info in notes.items():
+            by_name[info.title.lower()].append(path)
+            for alias in info.parsed.aliases:
+                by_alias[alias.strip().lower()].append(path)
+            self.folder_sizes[info.folder] += 1
+        self._by_name = {name: _shortest(paths, name) for name, paths in by_name.items()}
+        self._by_alias = {name: _shortest(paths, name) for name, paths in by_alias.items()}
+        outlinks: dict[str, frozenset[str]] = {}
+        backlinks: defaultdict[str, set[str]] = defaultdict(set)
+        for path, info in notes.items():
+            targets = {self.resolve(link.target) for link in info.parsed.links}
+            resolved = frozenset(t for t in targets if t is not None and t != path)
+            outlinks[path] = resolved
+            for target in resolved:
+                backlinks[target].add(path)
+        self.outlinks = outlinks
+        self.backlinks = {path: frozenset(sources) for path, sources in backlinks.items()}
+
+    def resolve(self, name: str) -> str | None:
+        key = name.strip().replace("\\", "/").lower()
+        if not key or key.startswith("../") or "/../" in key:
+            return None
+        key = key.lstrip("/")
+        if key in self._paths:
+            return self._paths[key]
+        if key + ".md" in self._paths:
+            return self._paths[key + ".md"]
+        stem = key[:-3] if key.endswith(".md") else key
+        if "/" in stem:
+            tail = stem.rsplit("/", 1)[1]
+            candidate = self._by_name.get(tail)
+            if candidate and candidate.lower().endswith(stem + ".md"):
+                return candidate
+            return None
+        return self._by_name.get(stem) or self._by_alias.get(stem)
+
+
+def _shortest(paths: list[str], name: str) -> str:
+    if len(paths) > 1:
+        chosen = min(paths, key=lambda p: (len(p), p))
+        logger.debug("Name %r matches %d notes; using %s", name, len(paths), chosen)
+        return chosen
+    return paths[0]
