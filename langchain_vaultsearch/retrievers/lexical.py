@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from functools import cmp_to_key
 from collections.abc import Sequence
+from functools import cmp_to_key
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -76,7 +76,9 @@ class TieredLexicalRetriever(BaseRetriever):
     """Share of the best raw score a result needs to be `includeInContext`."""
     enable_lexical_boosts: bool = True
     """Folder and graph boosts."""
-    candidate_limit: int = Field(default=200, ge=CANDIDATE_LIMIT_RANGE[0], le=CANDIDATE_LIMIT_RANGE[1])
+    candidate_limit: int = Field(
+        default=200, ge=CANDIDATE_LIMIT_RANGE[0], le=CANDIDATE_LIMIT_RANGE[1]
+    )
     """Notes recall hands to ranking."""
     return_all: bool = False
     """Return up to 100 results (tag and time style queries)."""
@@ -167,14 +169,15 @@ class TieredLexicalRetriever(BaseRetriever):
         for result in results:
             path = note_path_from_chunk_id(result.id)
             info = self._core.vault.get(path)
-            text = self._core.chunks.get_chunk_text(result.id) if info else ""
-            if info is None or not text:
+            chunk = self._core.chunks.get_chunk(result.id) if info else None
+            if info is None or chunk is None or not chunk.content:
                 continue
             raw = result.explanation.get("baseScore", result.score)
             metadata: dict[str, Any] = {
                 "path": path,
                 "title": info.title,
                 "chunkId": result.id,
+                "heading": chunk.heading,
                 "score": result.score,
                 "rerank_score": result.score,
                 "source": "lexical",
@@ -186,15 +189,15 @@ class TieredLexicalRetriever(BaseRetriever):
                 "isChunk": True,
                 "explanation": result.explanation,
             }
-            documents.append(Document(page_content=text, metadata=metadata, id=result.id))
+            documents.append(Document(page_content=chunk.content, metadata=metadata, id=result.id))
         return documents
 
 
-def _compare(a: Document, b: Document) -> float:
+def _compare(a: Document, b: Document) -> int:
     """Score first; chunks of one note within 0.01 of each other keep reading order."""
     score_a, score_b = float(a.metadata["score"]), float(b.metadata["score"])
     if abs(score_a - score_b) <= _SAME_NOTE_TIE and a.metadata["path"] == b.metadata["path"]:
         index_a = chunk_index_from_chunk_id(a.metadata["chunkId"]) or 0
         index_b = chunk_index_from_chunk_id(b.metadata["chunkId"]) or 0
         return index_a - index_b
-    return score_b - score_a
+    return (score_a < score_b) - (score_a > score_b)

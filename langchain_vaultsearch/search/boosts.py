@@ -150,4 +150,3 @@ def _folder(path: str) -> str:
 def _lower_tags(vault: Vault, path: str) -> frozenset[str]:
     info = vault.get(path)
     return frozenset(tag.lower() for tag in info.parsed.tags) if info else frozenset()
-

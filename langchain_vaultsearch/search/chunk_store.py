@@ -83,9 +83,7 @@ class ChunkStore:
                 return cached[1]
         text = self._vault.read_text(info.path)
         chunks = [] if text is None else self._index(info, text)
-        cost = sum(
-            len(c.chunk.content) + _TERM_BYTES * len(c.terms["body"]) for c in chunks
-        )
+        cost = sum(len(c.chunk.content) + _TERM_BYTES * len(c.terms["body"]) for c in chunks)
         with self._lock:
             previous = self._cache.pop(info.path, None)
             if previous is not None:
@@ -128,8 +126,8 @@ class ChunkStore:
             )
         return indexed
 
-    def get_chunk_text(self, chunk_id: str) -> str:
-        """The text of a chunk by id, `""` when the id is malformed or the note is gone.
+    def get_chunk(self, chunk_id: str) -> Chunk | None:
+        """A chunk by id, None when the id is malformed or the note or chunk is gone.
 
         The note path is everything before the last `#`, so file names that contain `#`
         (`C# Notes.md#0`) work, unlike the original.
@@ -137,9 +135,14 @@ class ChunkStore:
         index = chunk_index_from_chunk_id(chunk_id)
         info = self._vault.get(note_path_from_chunk_id(chunk_id))
         if index is None or info is None:
-            return ""
+            return None
         chunks = self.chunks_for(info)
-        return chunks[index].chunk.content if 0 <= index < len(chunks) else ""
+        return chunks[index].chunk if 0 <= index < len(chunks) else None
+
+    def get_chunk_text(self, chunk_id: str) -> str:
+        """The text of a chunk by id (with its header), `""` when there is none."""
+        chunk = self.get_chunk(chunk_id)
+        return chunk.content if chunk else ""
 
 
 def _frontmatter_title(frontmatter: dict[str, object]) -> str:

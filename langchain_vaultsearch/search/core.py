@@ -178,11 +178,11 @@ class SearchCore:
             expansion,
         )
 
-    def _rank(
-        self, query: str, expansion: ExpandedQuery, opts: SearchOptions
-    ) -> list[NoteIdRank]:
+    def _rank(self, query: str, expansion: ExpandedQuery, opts: SearchOptions) -> list[NoteIdRank]:
         salient = list(dict.fromkeys([*expansion.salient_terms, *opts.salient_terms]))
-        recall_terms = list(dict.fromkeys([*expansion.recall_terms(), *(t.lower() for t in salient)]))
+        recall_terms = list(
+            dict.fromkeys([*expansion.recall_terms(), *(t.lower() for t in salient)])
+        )
         with self._sync_lock:
             candidates = self.recall.candidates(recall_terms, opts.candidate_limit)
         chunks = []
@@ -201,7 +201,7 @@ class SearchCore:
             graph_boosts = apply_graph_boost(hits, self.vault)
         normalised = normalize_scores([hit.score for hit in hits], opts.normalization)
         ranked = []
-        for hit, final in zip(hits, normalised):
+        for hit, final in zip(hits, normalised, strict=True):
             explanation: dict[str, Any] = {
                 "lexicalMatches": hit.matches,
                 "baseScore": hit.score,

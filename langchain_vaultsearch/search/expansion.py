@@ -26,34 +26,33 @@ STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before
     being below between both but by can could did do does doing down during each few for
-    from further had has have having he her here hers herself him himself his how i if in
-    into is it its itself just me more most my myself no nor not now of off on once only or
-    other our ours ourselves out over own same she should so some such than that the their
-    theirs them themselves then there these they this those through to too under until up
-    very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves also any anything everything something there's i'm i've
-    what's let's please thanks need want wanted would could should may might must shall
-    find search get show look lookup tell give list display fetch retrieve locate bring
-    help explain describe summarize summarise know remember recall
-    el la los las un una unos unas de del y o que en por para con sin mi mis tu tus su sus
-    buscar encontrar mostrar
-    le les des du et ou une est dans pour avec sans mon ma mes ton ta tes son sa ses
-    chercher trouver montrer
-    der die das den dem des ein eine einer und oder ist im mit ohne mein meine dein deine
-    suchen finden zeigen
+    from further had has have having he her here hers herself him himself his how i if
+    in into is it its itself just me more most my myself no nor not now of off on once
+    only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would
+    you your yours yourself yourselves also any anything everything something there's
+    i'm i've what's let's please thanks need want wanted would could should may might
+    must shall find search get show look lookup tell give list display fetch retrieve
+    locate bring help explain describe summarize summarise know remember recall el la
+    los las un una unos unas de del y o que en por para con sin mi mis tu tus su sus buscar
+    encontrar mostrar le les des du et ou une est dans pour avec sans mon ma mes ton ta
+    tes son sa ses chercher trouver montrer der die das den dem des ein eine einer und
+    oder ist im mit ohne mein meine dein deine suchen finden zeigen
     """.split()
 )
 
 # CJK words that carry no topic: pronouns, particles and the search verbs.
 CJK_STOP_WORDS = frozenset(
     """
-    查找 搜索 寻找 找到 检索 显示 查看 查询 如何 怎么 怎样 什么 哪些 哪个 需要 一下 有关 关于
-    我们 你们 他们 这个 那个 这些 那些 可以 应该 是否 为什么
-    検索 探す 表示 どう 何か どこ これ それ あれ ください
-    찾기 검색 보여
+    查找 搜索 寻找 找到 检索 显示 查看 查询 如何 怎么 怎样 什么 哪些 哪个 需要
+    一下 有关 关于 我们 你们 他们 这个 那个 这些 那些 可以 应该 是否
+    为什么 検索 探す 表示 どう 何か どこ これ それ あれ ください 찾기 검색 보여
     """.split()
 )
-CJK_STOP_CHARS = frozenset("的了是我你他她它们在和与或及吗呢吧啊のはをにがでとももへやかなねよ을를이가은는에의")
+CJK_STOP_CHARS = frozenset(
+    "的了是我你他她它们在和与或及吗呢吧啊のはをにがでとももへやかなねよ을를이가은는에의"
+)
 
 _WORD = re.compile(r"[^\W_](?:[\w.'’\-]*[^\W_])?")
 _MENTION = re.compile(r"!?\[\[([^\[\]]+)\]\]")
@@ -141,7 +140,9 @@ def _word_terms(word: str) -> list[str]:
         return []
     terms = [word]
     if "-" in word:
-        terms.extend(p for p in word.split("-") if len(p) >= MIN_TERM_LENGTH and p not in STOP_WORDS)
+        terms.extend(
+            p for p in word.split("-") if len(p) >= MIN_TERM_LENGTH and p not in STOP_WORDS
+        )
     return terms
 
 
@@ -176,7 +177,7 @@ def fallback_expansion(query: str) -> ExpandedQuery:
 
 
 def note_mentions(query: str) -> list[str]:
-    """Names of the notes a query mentions as `[[Note#Heading|alias]]`, heading and alias stripped."""
+    """Names of the notes a query mentions as `[[Note#Heading|alias]]`, without heading or alias."""
     names = []
     for match in _MENTION.finditer(query):
         name = match.group(1).split("|", 1)[0].split("#", 1)[0].strip()

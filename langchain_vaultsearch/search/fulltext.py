@@ -59,7 +59,7 @@ class LexicalHit:
         return self.indexed.chunk.note_path
 
 
-class _FieldBM25Plus(BM25Plus):  # type: ignore[misc]
+class _FieldBM25Plus(BM25Plus):
     """BM25Plus over a reduced corpus, normalised with the fields' true lengths."""
 
     def __init__(self, corpus: list[list[str]], lengths: npt.NDArray[np.float64]) -> None:
@@ -109,9 +109,7 @@ def rank_chunks(
             for term, prefix_weight in expanded:
                 if term not in bm25.idf:
                     continue
-                present = np.fromiter(
-                    (term in s for s in term_sets), dtype=np.bool_, count=count
-                )
+                present = np.fromiter((term in s for s in term_sets), dtype=np.bool_, count=count)
                 scores += weight * prefix_weight * bm25.get_scores([term]) * present
                 for index in np.flatnonzero(present):
                     matched_terms[index].add(query_term)

@@ -162,9 +162,7 @@ class RecallIndex:
                 self.vocabulary.add(term)
             ids.append(note_id)
 
-    def candidates(
-        self, recall_terms: Sequence[str], limit: int
-    ) -> list[tuple[str, float]]:
+    def candidates(self, recall_terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         """Rank searchable notes by the recall terms they contain.
 
         Each term counts with an IDF weight, so a rare term outweighs a common one, and

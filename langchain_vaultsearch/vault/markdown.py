@@ -144,7 +144,8 @@ def parse_frontmatter(text: str) -> tuple[dict[str, Any], int, str | None]:
         data = yaml.safe_load(block)
     except yaml.MarkedYAMLError as exc:
         where = f" at line {exc.problem_mark.line + 2}" if exc.problem_mark else ""
-        return {}, body_start, f"invalid YAML{where}: {exc.problem or exc.context}"
+        reason = exc.problem or exc.context or type(exc).__name__
+        return {}, body_start, f"invalid YAML{where}: {reason}"
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
         # ValueError: PyYAML builds `2024-13-45` into a date and the constructor rejects it.
         first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -99,14 +99,12 @@ def matches(
         True when the note matches.
     """
     if pattern.kind == "folder":
-        return pattern.value == "" or path == pattern.value or path.startswith(pattern.value + "/")
+        return pattern.value in ("", path) or path.startswith(pattern.value + "/")
     if pattern.kind == "extension":
         return path.lower().endswith("." + pattern.value)
     if pattern.kind == "tag":
         wanted = pattern.value
-        return any(
-            tag.lower() == wanted or tag.lower().startswith(wanted + "/") for tag in tags
-        )
+        return any(tag.lower() == wanted or tag.lower().startswith(wanted + "/") for tag in tags)
     if pattern.kind == "note":
         stem = path.rsplit("/", 1)[-1]
         stem = stem[:-3] if stem.lower().endswith(".md") else stem
@@ -143,6 +141,4 @@ def is_allowed(
     tag_list = list(tags)
     if any(matches(rule, path, tag_list, frontmatter) for rule in exclusions):
         return False
-    return not inclusions or any(
-        matches(rule, path, tag_list, frontmatter) for rule in inclusions
-    )
+    return not inclusions or any(matches(rule, path, tag_list, frontmatter) for rule in inclusions)

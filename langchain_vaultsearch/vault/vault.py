@@ -71,7 +71,7 @@ class VaultChanges:
 
 
 def decode_note(data: bytes) -> str:
-    """Decode note bytes so a bad byte or a Windows editor never hides a note.
+    r"""Decode note bytes so a bad byte or a Windows editor never hides a note.
 
     Args:
         data: raw file content.
@@ -206,9 +206,7 @@ class Vault:
         root = str(self.root)
         return real_path == root or real_path.startswith(root + os.sep)
 
-    def _load(
-        self, rel: str, abs_path: str, stat: os.stat_result
-    ) -> tuple[NoteInfo, str] | None:
+    def _load(self, rel: str, abs_path: str, stat: os.stat_result) -> tuple[NoteInfo, str] | None:
         if stat.st_size > self.max_note_bytes:
             key = (rel, stat.st_mtime_ns)
             if key not in self._oversized:

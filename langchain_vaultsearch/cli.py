@@ -1,0 +1,143 @@
+"""`vaultsearch`: search a vault from a terminal.
+
+`vaultsearch search --vault PATH [--k N] [--json] [--explain] QUERY`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
+from langchain_vaultsearch.vault.vault import Vault
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line grammar."""
+    parser = argparse.ArgumentParser(
+        prog="vaultsearch", description="Search an Obsidian-style markdown vault."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    search = commands.add_parser("search", help="rank the vault's chunks for a query")
+    search.add_argument("query", nargs="+", help="the query (quote it or not)")
+    search.add_argument("--vault", required=True, help="the vault folder")
+    search.add_argument("--k", type=int, default=10, help="results to show (1..100, default 10)")
+    search.add_argument("--json", action="store_true", help="print the documents as JSON")
+    search.add_argument(
+        "--explain", action="store_true", help="show matched fields, boosts and query terms"
+    )
+    search.add_argument("--exclude", action="append", default=None, help="exclusion rule")
+    search.add_argument("--include", action="append", default=None, help="inclusion rule")
+    search.add_argument("--verbose", action="store_true", help="log warnings about notes")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit status (2 for bad arguments)."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING if args.verbose else logging.ERROR,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    query = " ".join(args.query)
+    if not 1 <= args.k <= 100:
+        print(f"vaultsearch: --k must be between 1 and 100, got {args.k}", file=sys.stderr)
+        return 2
+    try:
+        vault = Vault(args.vault, inclusions=args.include, exclusions=args.exclude)
+    except ValueError as exc:
+        print(f"vaultsearch: {exc}", file=sys.stderr)
+        return 2
+    retriever = TieredLexicalRetriever(vault=vault, k=args.k)
+    documents = retriever.invoke(query)
+    expansion = retriever.last_query_expansion
+    if args.json:
+        payload: dict[str, Any] = {
+            "query": query,
+            "documents": [_document_json(doc, explain=args.explain) for doc in documents],
+        }
+        if args.explain and expansion is not None:
+            payload["queryExpansion"] = expansion.to_dict()
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return 0
+    if args.explain and expansion is not None:
+        print(f"salient terms: {', '.join(expansion.salient_terms) or '(none)'}")
+        print(f"recall terms:  {', '.join(expansion.recall_terms())}")
+        print(f"expansion:     {expansion.source}\n")
+    if not documents:
+        print(f"No results for {query!r} in {args.vault}")
+        return 0
+    print(_table(documents))
+    if args.explain:
+        print()
+        for rank, doc in enumerate(documents, start=1):
+            print(f"{rank:>3}. {doc.id}\n{_explain(doc.metadata['explanation'])}")
+    return 0
+
+
+def _document_json(doc: Document, *, explain: bool) -> dict[str, Any]:
+    metadata = dict(doc.metadata)
+    if not explain:
+        metadata.pop("explanation", None)
+    return {"id": doc.id, "metadata": metadata, "page_content": doc.page_content}
+
+
+def _table(documents: list[Document]) -> str:
+    rows = [
+        (
+            str(rank),
+            doc.metadata["path"],
+            doc.metadata.get("heading", ""),
+            f"{doc.metadata['score']:.3f}",
+        )
+        for rank, doc in enumerate(documents, start=1)
+    ]
+    header = ("#", "note", "heading", "score")
+    widths = [min(max(len(row[i]) for row in [header, *rows]), 60) for i in range(4)]
+    aligns = (">", "<", "<", ">")
+    lines = []
+    for row in [header, *rows]:
+        cells = zip(row, widths, aligns, strict=True)
+        lines.append("  ".join(f"{_fit(c, w):{a}{w}}" for c, w, a in cells).rstrip())
+    return "\n".join(lines)
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _explain(explanation: dict[str, Any]) -> str:
+    lines = []
+    matches = explanation.get("lexicalMatches") or []
+    fields: dict[str, list[str]] = {}
+    for match in matches:
+        fields.setdefault(match["field"], []).append(match["query"])
+    for name, terms in fields.items():
+        lines.append(f"       {name}: {', '.join(dict.fromkeys(terms))}")
+    folder = explanation.get("folderBoost")
+    if folder:
+        lines.append(
+            f"       folder boost x{folder['boostFactor']:.3f} ({folder['documentCount']}"
+            f"/{folder['totalDocsInFolder']} notes in {folder['folder'] or '(root)'})"
+        )
+    graph = explanation.get("graphConnections")
+    if graph:
+        lines.append(
+            f"       graph boost x{graph['boostMultiplier']:.3f} (backlinks {graph['backlinks']},"
+            f" co-citations {graph['coCitations']}, shared tags {graph['sharedTags']})"
+        )
+    lines.append(
+        f"       raw score {explanation.get('baseScore', 0):.4f}"
+        f" -> {explanation.get('finalScore', 0):.3f}"
+    )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
