@@ -23,8 +23,8 @@ CHUNK_SIZE = 6000
 
 # LangChain-JS `getSeparatorsForLanguage("markdown")`, in its order. The original passes
 # its own list too, but `fromLanguage` overrides it, so this list is what really decides
-# the boundaries. Python langchain's markdown list differs (it has no "```\n\n" and splits
-# on H1 and setext underlines), so reusing it would move chunk boundaries.
+# the boundaries. Python langchain's markdown list differs (regexes that also cut at H1,
+# and "```\n" at every fence line), so reusing it would move chunk boundaries.
 MARKDOWN_SEPARATORS: tuple[str, ...] = (
     "\n## ",
     "\n### ",
@@ -44,8 +44,9 @@ MARKDOWN_SEPARATORS: tuple[str, ...] = (
 # The characters JS `trimDoc` removes from merged pieces. It deliberately keeps
 # '\n', '\r' and '\t', so a piece may begin or end with a line break. This is the
 # LangChain-JS source the reference describes; the released npm packages (0.1.0 to
-# 1.0.2) still call `trim()`, which also drops those. Boundaries are the same either
-# way (sizes are measured before trimming); only the edges of split pieces differ.
+# 1.0.2) still call `trim()`, which also drops those. Cut points are the same either
+# way (sizes are measured before trimming), but piece edges differ, and a piece of only
+# line breaks or tabs survives here (coalescing usually absorbs it) where `trim()` drops it.
 _SPLITTER_SPACES = (
     " \v\f\u200b\u200c\u200d\u200e\u200f\u2028\u2029\ufeff\u202d"
     "\xa0\u1680\u180e\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
@@ -69,8 +70,8 @@ class Chunk:
     """One indexable block of a note.
 
     Attributes:
-        id: `f"{note_path}#{chunk_index}"`, never zero-padded, so the note path is
-            recoverable with `note_path_from_chunk_id` even when the name contains `#`.
+        id: `f"{note_path}#{chunk_index}"`, not zero-padded, as in the original;
+            `note_path_from_chunk_id` recovers the path even when the name contains `#`.
         note_path: vault-relative posix path, e.g. `"folder/My Note.md"`.
         chunk_index: 0-based position of the chunk in its note.
         content: `chunk_header(title)` + the chunk body; what is indexed as the body
