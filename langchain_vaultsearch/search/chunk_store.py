@@ -25,8 +25,8 @@ from langchain_vaultsearch.vault.markdown import parse_note
 from langchain_vaultsearch.vault.vault import NoteInfo, Vault
 
 DEFAULT_BUDGET_BYTES = 96 * 1024 * 1024
-# Rough cost of one distinct term in a frozenset plus its share of the string.
-_TERM_BYTES = 64
+# Cost of one body term: a tuple slot (terms are interned, so the strings are shared).
+_TERM_BYTES = 8
 
 FIELDS = ("title", "tags", "heading", "path", "body")
 
@@ -41,10 +41,12 @@ class IndexedChunk:
             title and aliases; `body` the chunk text (without the synthetic header, so
             "note title block content" does not match every chunk) plus frontmatter
             values, so `author: Alice` makes every chunk of the note findable by "Alice".
+            Body terms are a tuple, not a set: a set costs six times the memory, and the
+            cache must hold the chunks of thousands of notes to keep queries warm.
     """
 
     chunk: Chunk
-    terms: dict[str, frozenset[str]]
+    terms: dict[str, frozenset[str] | tuple[str, ...]]
 
 
 class ChunkStore:
@@ -120,7 +122,7 @@ class ChunkStore:
                         "tags": tags,
                         "heading": frozenset(tokenize_mixed(chunk.heading)),
                         "path": path,
-                        "body": frozenset(tokenize_mixed(f"{body_text} {props}")),
+                        "body": tuple(tokenize_mixed(f"{body_text} {props}")),
                     },
                 )
             )

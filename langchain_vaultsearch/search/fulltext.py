@@ -97,21 +97,24 @@ def rank_chunks(
     matches: list[list[dict[str, Any]]] = [[] for _ in range(count)]
     for name in FIELDS:
         term_sets = [c.terms[name] for c in chunks]
+        corpus = [list(wanted.intersection(s)) for s in term_sets]
+        holders: dict[str, list[int]] = {}
+        for index, present in enumerate(corpus):
+            for term in present:
+                holders.setdefault(term, []).append(index)
+        if not holders:
+            continue
         lengths = np.fromiter((len(s) for s in term_sets), dtype=np.float64, count=count)
-        if not lengths.any():
-            continue
-        corpus = [sorted(wanted & s) for s in term_sets]
-        if not any(corpus):
-            continue
         bm25 = _FieldBM25Plus(corpus, lengths)
         weight = FIELD_WEIGHTS[name]
         for query_term, expanded in expansions.items():
             for term, prefix_weight in expanded:
-                if term not in bm25.idf:
+                docs = holders.get(term)
+                if docs is None:
                     continue
-                present = np.fromiter((term in s for s in term_sets), dtype=np.bool_, count=count)
-                scores += weight * prefix_weight * bm25.get_scores([term]) * present
-                for index in np.flatnonzero(present):
+                batch = np.asarray(bm25.get_batch_scores([term], docs), dtype=np.float64)
+                scores[docs] += weight * prefix_weight * batch
+                for index in docs:
                     matched_terms[index].add(query_term)
                     matches[index].append({"field": name, "query": term, "weight": weight})
     quality = np.fromiter((len(m) for m in matched_terms), dtype=np.float64, count=count)

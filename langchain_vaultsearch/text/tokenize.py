@@ -10,6 +10,7 @@ notes tagged `#project/alpha`.
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 
 # Han (with Extension A, B+ and compatibility ideographs), kana and Hangul: scripts
@@ -29,14 +30,40 @@ _CJK_CHARS = (
 )
 CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
 _CJK_SPLIT = re.compile(f"([{_CJK_CHARS}]+)")
-_WORD = re.compile(r"\w+")
-# Word runs that may be joined by '.', '-' or an apostrophe ("next.js", "e-mail"): one regex
-# pass is the dominant cost of indexing, so compounds are found in the same pass.
-_JOINED_RUN = re.compile(r"[\w.'’\-]+")
+
+
+# `\w` does not match combining marks (category M*): without them "हिन्दी" would split
+# after each consonant and Arabic words with vowel marks would fall apart.
+def _mark_ranges() -> str:
+    """Combining marks as regex ranges: compact, so matching stays fast."""
+    ranges: list[str] = []
+    start = previous = -2
+    for code in range(0x0300, 0xFE30):
+        if not unicodedata.category(chr(code)).startswith("M"):
+            continue
+        if code != previous + 1:
+            if start >= 0:
+                ranges.append(f"{chr(start)}-{chr(previous)}")
+            start = code
+        previous = code
+    ranges.append(f"{chr(start)}-{chr(previous)}")
+    return "".join(ranges)
+
+
+COMBINING_MARKS = _mark_ranges()
+_W = rf"\w{COMBINING_MARKS}"
+_WORD = re.compile(f"[{_W}]+")
+# Word runs that may be joined by '.', '-' or an apostrophe ("next.js", "e-mail").
+_JOINED_RUN = re.compile(f"[{_W}.'’\\-]+")
 # A tag is '#' + word characters, '-' and '/', not glued to a preceding word ("C#", "issue#3"),
 # and not made of digits alone ("#123" is an issue number, "#1990s" is a tag). The literal '#'
 # comes first so the regex engine can skip ahead to candidates.
-_TAG = re.compile(r"#(?<![\w#&]#)(?![\d/\-]*(?![\w/\-]))[\w/\-]+")
+_TAG = re.compile(f"#(?<![{_W}#&]#)(?![\\d/\\-]*(?![{_W}/\\-]))[{_W}/\\-]+")
+# For ASCII text, str.translate + split finds the same runs as _JOINED_RUN at C speed; most
+# notes are ASCII and tokenizing them is the bulk of indexing a vault.
+_ASCII_SEPARATORS = str.maketrans(
+    {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "_.'-")}
+)
 
 
 def tokenize_mixed(text: str) -> list[str]:
@@ -55,15 +82,19 @@ def tokenize_mixed(text: str) -> list[str]:
     """
     if not text:
         return []
-    lowered = unicodedata.normalize("NFKC", text).lower()
+    lowered = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
     tokens: dict[str, None] = {}
     remainder = lowered
     if "#" in lowered:
         for match in _TAG.finditer(lowered):
             _add_tag_terms(match.group(0).rstrip("/-"), tokens)
         remainder = _TAG.sub(" ", lowered)
-    for run in _JOINED_RUN.findall(remainder):
-        if run.isascii() and run.isalnum():
+    if remainder.isascii():
+        runs = dict.fromkeys(remainder.translate(_ASCII_SEPARATORS).split())
+    else:
+        runs = dict.fromkeys(_JOINED_RUN.findall(remainder))
+    for run in runs:
+        if run.isalnum() and run.isascii():
             tokens[run] = None
             continue
         words = _WORD.findall(run)
@@ -74,7 +105,8 @@ def tokenize_mixed(text: str) -> list[str]:
                 _add_unicode_run(word, tokens)
         if len(words) > 1 and not CJK_RUN.search(run):
             tokens["".join(words)] = None
-    return list(tokens)
+    # Interned, so the recall postings and every cached chunk share one copy of each term.
+    return list(map(sys.intern, tokens))
 
 
 def _add_tag_terms(tag: str, tokens: dict[str, None]) -> None:
@@ -110,9 +142,14 @@ def _add_unicode_run(run: str, tokens: dict[str, None]) -> None:
             tokens[folded] = None
 
 
+# Scripts whose diacritics users commonly omit when typing: Latin, Greek, Cyrillic, Arabic
+# harakat. Elsewhere (Devanagari viramas, Thai vowels) marks are part of the spelling.
+_FOLDABLE = re.compile("^[\u0000-\u052f\u0600-\u06ff\u1e00-\u1fff]+$")
+
+
 def fold_accents(word: str) -> str:
     """Remove combining marks, so a query typed without accents still finds `café`."""
-    if word.isascii():
+    if word.isascii() or not _FOLDABLE.match(word):
         return word
     decomposed = unicodedata.normalize("NFKD", word)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))

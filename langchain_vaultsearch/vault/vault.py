@@ -10,8 +10,10 @@ else in the package works on the `NoteInfo` records and the change sets it retur
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -101,6 +103,7 @@ class Vault:
         exclusions: str | Sequence[str] | None = None,
         include_hidden: bool = False,
         max_note_bytes: int = MAX_NOTE_BYTES,
+        refresh_interval: float = 0.0,
     ) -> None:
         """Open a vault folder.
 
@@ -110,6 +113,9 @@ class Vault:
             exclusions: rules that remove notes from search.
             include_hidden: also search dot-folders such as `.obsidian/` and `.trash/`.
             max_note_bytes: notes larger than this are skipped with a warning.
+            refresh_interval: seconds during which a refresh trusts the previous scan.
+                0 (the default) checks the disk on every refresh; a few seconds saves the
+                stat calls on very large vaults at the cost of seeing edits that late.
 
         Raises:
             ValueError: when the folder does not exist or a limit is not positive.
@@ -121,6 +127,9 @@ class Vault:
         if max_note_bytes <= 0:
             msg = f"max_note_bytes must be positive, got {max_note_bytes}"
             raise ValueError(msg)
+        if refresh_interval < 0:
+            msg = f"refresh_interval must not be negative, got {refresh_interval}"
+            raise ValueError(msg)
         self.root = path.resolve()
         self.inclusions: tuple[PathPattern, ...] = parse_patterns(inclusions)
         self.exclusions: tuple[PathPattern, ...] = parse_patterns(exclusions)
@@ -131,6 +140,11 @@ class Vault:
         self._oversized: set[tuple[str, int]] = set()
         self._lock = threading.RLock()
         self._graph: _LinkGraph | None = None
+        self._listings: dict[
+            str, tuple[int, list[tuple[str, str, bool]], list[tuple[str, str]]]
+        ] = {}
+        self.refresh_interval = refresh_interval
+        self._last_refresh = -math.inf
 
     # ----------------------------------------------------------------- scanning
 
@@ -141,6 +155,10 @@ class Vault:
             The notes added, changed or removed since the previous refresh.
         """
         with self._lock:
+            now = time.monotonic()
+            if now - self._last_refresh < self.refresh_interval:
+                return VaultChanges()
+            self._last_refresh = now
             seen: dict[str, tuple[str, os.stat_result]] = {}
             for rel, abs_path, stat in self._walk():
                 seen[rel] = (abs_path, stat)
@@ -166,41 +184,65 @@ class Vault:
             return VaultChanges(tuple(updated), tuple(removed))
 
     def _walk(self) -> Iterator[tuple[str, str, os.stat_result]]:
-        """Yield every markdown file under the root that stays inside the root."""
+        """Yield every markdown file under the root that stays inside the root.
+
+        A folder is listed again only when its mtime changed (adding, deleting or renaming
+        a file changes it), so an unchanged vault costs one stat per note and per folder.
+        """
         root = str(self.root)
         visited = {root}
         stack = [(root, "")]
         while stack:
             abs_dir, rel_dir = stack.pop()
             try:
-                entries = list(os.scandir(abs_dir))
+                mtime = os.stat(abs_dir).st_mtime_ns
             except OSError as exc:
-                logger.warning("Cannot list %s: %s", abs_dir, exc)
+                logger.warning("Cannot read folder %s: %s", abs_dir, exc)
                 continue
-            for entry in entries:
-                name = entry.name
-                if name.startswith(".") and not self.include_hidden:
-                    continue
-                rel = f"{rel_dir}/{name}" if rel_dir else name
+            listing = self._listings.get(abs_dir)
+            if listing is None or listing[0] != mtime:
+                listing = (mtime, *self._list_folder(abs_dir, rel_dir))
+                self._listings[abs_dir] = listing
+            _mtime, folders, files = listing
+            for rel, abs_path in files:
                 try:
-                    is_link = entry.is_symlink()
-                    if entry.is_dir():
-                        real = os.path.realpath(entry.path) if is_link else entry.path
-                        if is_link and not self._inside_root(real):
-                            logger.debug("Skipping symlinked folder outside the vault: %s", rel)
-                            continue
-                        if real not in visited:
-                            visited.add(real)
-                            stack.append((entry.path, rel))
-                        continue
-                    if not name.lower().endswith(".md") or not entry.is_file():
-                        continue
-                    if is_link and not self._inside_root(os.path.realpath(entry.path)):
-                        logger.debug("Skipping symlinked note outside the vault: %s", rel)
-                        continue
-                    yield rel, entry.path, entry.stat()
+                    yield rel, abs_path, os.stat(abs_path)
                 except OSError as exc:
                     logger.warning("Cannot stat %s: %s", rel, exc)
+            for abs_sub, rel_sub, is_link in folders:
+                real = os.path.realpath(abs_sub) if is_link else abs_sub
+                if real not in visited:
+                    visited.add(real)
+                    stack.append((abs_sub, rel_sub))
+
+    def _list_folder(
+        self, abs_dir: str, rel_dir: str
+    ) -> tuple[list[tuple[str, str, bool]], list[tuple[str, str]]]:
+        """Sub-folders and markdown files of one folder, symlinks leaving the vault dropped."""
+        folders: list[tuple[str, str, bool]] = []
+        files: list[tuple[str, str]] = []
+        try:
+            entries = list(os.scandir(abs_dir))
+        except OSError as exc:
+            logger.warning("Cannot list %s: %s", abs_dir, exc)
+            return folders, files
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") and not self.include_hidden:
+                continue
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            try:
+                is_link = entry.is_symlink()
+                if is_link and not self._inside_root(os.path.realpath(entry.path)):
+                    logger.debug("Skipping symlink that leaves the vault: %s", rel)
+                    continue
+                if entry.is_dir():
+                    folders.append((entry.path, rel, is_link))
+                elif name.lower().endswith(".md") and entry.is_file():
+                    files.append((rel, entry.path))
+            except OSError as exc:
+                logger.warning("Cannot stat %s: %s", rel, exc)
+        return folders, files
 
     def _inside_root(self, real_path: str) -> bool:
         root = str(self.root)
