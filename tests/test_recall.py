@@ -1,0 +1,503 @@
+"""Recall (`Vocabulary`, `RecallIndex`) and lexical ranking (`rank_chunks`) on real tmp vaults."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from langchain_vaultsearch.search.chunk_store import ChunkStore, IndexedChunk
+from langchain_vaultsearch.search.fulltext import FIELD_WEIGHTS, LexicalHit, rank_chunks
+from langchain_vaultsearch.search.recall import (
+    MAX_PREFIX_EXPANSIONS,
+    PREFIX_WEIGHT,
+    RecallIndex,
+    Vocabulary,
+)
+from langchain_vaultsearch.vault.vault import Vault, VaultChanges
+
+
+def write(root: Path, notes: dict[str, str]) -> None:
+    for rel, text in notes.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def rewrite(path: Path, text: str, mtime_ns: int) -> None:
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def open_vault(root: Path, **options: object) -> tuple[Vault, RecallIndex]:
+    vault = Vault(root, **options)  # type: ignore[arg-type]
+    index = RecallIndex()
+    index.apply(vault.refresh())
+    return vault, index
+
+
+def idf(total: int, found: int) -> float:
+    return math.log(1.0 + (total - found + 0.5) / (found + 0.5))
+
+
+def paths(ranked: list[tuple[str, float]]) -> list[str]:
+    return [path for path, _score in ranked]
+
+
+def prefix_weight(term: str, longer: str) -> float:
+    extra = len(longer) - len(term)
+    return PREFIX_WEIGHT * len(longer) / (len(longer) + 0.3 * extra)
+
+
+# --------------------------------------------------------------------------- Vocabulary
+
+
+def vocabulary(*terms: str) -> Vocabulary:
+    vocab = Vocabulary()
+    for term in terms:
+        vocab.add(term)
+    return vocab
+
+
+def test_vocabulary_expands_prefix_closest_length_first() -> None:
+    vocab = vocabulary("deploy", "deployment", "deployed", "depth", "redeploy")
+    assert vocab.expand("deploy") == [
+        ("deploy", 1.0),
+        ("deployed", pytest.approx(prefix_weight("deploy", "deployed"))),
+        ("deployment", pytest.approx(prefix_weight("deploy", "deployment"))),
+    ]
+    assert prefix_weight("deploy", "deployment") == pytest.approx(0.3348214)
+
+
+def test_vocabulary_term_not_indexed_still_comes_first() -> None:
+    assert vocabulary("deployment").expand("deploy") == [
+        ("deploy", 1.0),
+        ("deployment", pytest.approx(0.3348214)),
+    ]
+
+
+def test_vocabulary_two_letter_latin_not_expanded() -> None:
+    assert vocabulary("js", "json", "jsx").expand("js") == [("js", 1.0)]
+
+
+def test_vocabulary_three_letters_expand() -> None:
+    assert [t for t, _ in vocabulary("json", "jsx", "jso").expand("jso")] == ["jso", "json"]
+
+
+def test_vocabulary_single_cjk_char_expands_to_bigrams() -> None:
+    vocab = vocabulary("学习", "学生", "习笔")
+    assert [t for t, _ in vocab.expand("学")] == ["学", "学习", "学生"]
+    assert all(w == pytest.approx(PREFIX_WEIGHT * 2 / 2.3) for _, w in vocab.expand("学")[1:])
+
+
+def test_vocabulary_caps_expansions_alphabetical_within_length() -> None:
+    terms = [f"abc{i:03d}" for i in range(100)] + ["abcd"]
+    expanded = vocabulary(*terms).expand("abc")
+    assert len(expanded) == 1 + MAX_PREFIX_EXPANSIONS
+    assert [t for t, _ in expanded[:4]] == ["abc", "abcd", "abc000", "abc001"]
+    assert expanded[-1][0] == "abc062"
+
+
+def test_vocabulary_prefix_weights_below_one() -> None:
+    expanded = vocabulary("learn", "learning", "learned").expand("learn")
+    assert expanded[0] == ("learn", 1.0)
+    assert all(0 < weight < 1 for _, weight in expanded[1:])
+
+
+# --------------------------------------------------------------------------- RecallIndex
+
+
+@pytest.fixture
+def vault_root(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    write(
+        root,
+        {
+            "common.md": "meeting meeting meeting meeting agenda meeting",
+            "rare.md": "zebra quokka notes",
+            "one.md": "zebra only",
+            "Projects/Deploy Guide.md": "steps to ship",
+            "ops.md": "the deployment pipeline",
+            "data.md": "json payload",
+            "web.md": "js framework",
+            "cn.md": "学习笔记",
+            "Private/secret.md": "zebra quokka secret",
+            "phrase.md": "machine and learning apart",
+            "phrase2.md": "machine only",
+            **{f"filler{i}.md": "meeting agenda" for i in range(5)},
+        },
+    )
+    return root
+
+
+def test_size_counts_all_notes_including_excluded(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root, exclusions=["Private"])
+    assert index.size == 16
+
+
+def test_distinct_rare_terms_outrank_a_common_term_repeated(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root, exclusions=["Private"])
+    ranked = index.candidates(["meeting", "zebra", "quokka"], 10)
+    total = 15  # searchable notes
+    assert paths(ranked)[:2] == ["rare.md", "one.md"]
+    assert ranked[0][1] == pytest.approx(idf(total, 2) + idf(total, 1))
+    assert ranked[1][1] == pytest.approx(idf(total, 2))
+    meeting = dict(ranked)
+    assert meeting["common.md"] == pytest.approx(idf(total, 6))
+    assert set(paths(ranked)[2:]) == {"common.md", *(f"filler{i}.md" for i in range(5))}
+    assert meeting["common.md"] < ranked[1][1]
+
+
+def test_title_and_path_hits_count_twice(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root, exclusions=["Private"])
+    ranked = index.candidates(["deploy"], 10)
+    assert paths(ranked) == ["Projects/Deploy Guide.md", "ops.md"]
+    assert ranked[0][1] == pytest.approx(2 * idf(15, 2))
+    assert ranked[1][1] == pytest.approx(idf(15, 2))
+
+
+def test_folder_name_is_a_meta_hit(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root, exclusions=["Private"])
+    ranked = index.candidates(["projects"], 10)
+    assert paths(ranked) == ["Projects/Deploy Guide.md"]
+    assert ranked[0][1] == pytest.approx(2 * idf(15, 1))
+
+
+def test_query_terms_are_case_insensitive(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root)
+    assert index.candidates(["DEPLOY"], 10) == index.candidates(["deploy"], 10)
+
+
+def test_prefix_matching_finds_longer_words(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root)
+    assert "ops.md" in paths(index.candidates(["deploy"], 10))
+    assert paths(index.candidates(["pipe"], 10)) == ["ops.md"]
+
+
+def test_two_letter_term_does_not_prefix_expand(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root)
+    assert paths(index.candidates(["js"], 10)) == ["web.md"]
+    assert paths(index.candidates(["jso"], 10)) == ["data.md"]
+
+
+def test_single_cjk_char_expands_to_bigrams(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root)
+    assert paths(index.candidates(["学"], 10)) == ["cn.md"]
+    assert paths(index.candidates(["笔记"], 10)) == ["cn.md"]
+    assert index.candidates(["记"], 10) == []
+
+
+def test_phrase_needs_all_words(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root)
+    assert paths(index.candidates(["machine learning"], 10)) == ["phrase.md"]
+    assert set(paths(index.candidates(["machine"], 10))) == {"phrase.md", "phrase2.md"}
+    assert index.candidates(["machine zebra"], 10) == []
+
+
+def test_phrase_words_are_not_prefix_expanded(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root)
+    assert index.candidates(["the deploy"], 10) == []
+    assert paths(index.candidates(["the deployment"], 10)) == ["ops.md"]
+
+
+def test_excluded_notes_never_returned(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root, exclusions=["Private"])
+    assert index.candidates(["secret"], 10) == []
+    assert "Private/secret.md" not in paths(index.candidates(["zebra", "quokka"], 10))
+
+
+def test_without_exclusions_private_note_found(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root)
+    assert paths(index.candidates(["secret"], 10)) == ["Private/secret.md"]
+
+
+def test_absent_terms_blank_terms_and_zero_limit(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root)
+    assert index.candidates(["nonexistent"], 10) == []
+    assert index.candidates(["", "   ", "!!"], 10) == []
+    assert index.candidates(["zebra"], 0) == []
+    assert RecallIndex().candidates(["zebra"], 10) == []
+
+
+def test_limit_truncates_best_first(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root)
+    ranked = index.candidates(["meeting", "zebra", "quokka"], 2)
+    assert set(paths(ranked)) == {"rare.md", "Private/secret.md"}
+
+
+def test_repeated_recall_terms_count_once(vault_root: Path) -> None:
+    _vault, index = open_vault(vault_root)
+    assert index.candidates(["zebra", "Zebra ", "zebra"], 10) == index.candidates(["zebra"], 10)
+
+
+def test_note_edit_replaces_terms(tmp_path: Path) -> None:
+    write(tmp_path, {"note.md": "alpha bravo", "other.md": "charlie"})
+    vault, index = open_vault(tmp_path)
+    note = tmp_path / "note.md"
+    stamp = note.stat().st_mtime_ns + 5_000_000_000
+    rewrite(note, "delta echo foxtrot", stamp)
+    changes = vault.refresh()
+    assert [info.path for info, _text in changes.updated] == ["note.md"]
+    index.apply(changes)
+    assert index.candidates(["alpha"], 10) == []
+    assert index.candidates(["bravo"], 10) == []
+    assert paths(index.candidates(["echo"], 10)) == ["note.md"]
+    assert paths(index.candidates(["charlie"], 10)) == ["other.md"]
+    assert index.size == 2
+
+
+def test_note_edit_that_adds_exclusion_tag_hides_note(tmp_path: Path) -> None:
+    write(tmp_path, {"note.md": "alpha", "other.md": "alpha"})
+    vault, index = open_vault(tmp_path, exclusions=["#private"])
+    assert len(index.candidates(["alpha"], 10)) == 2
+    note = tmp_path / "note.md"
+    rewrite(note, "alpha #private", note.stat().st_mtime_ns + 5_000_000_000)
+    index.apply(vault.refresh())
+    assert paths(index.candidates(["alpha"], 10)) == ["other.md"]
+
+
+def test_deletion_removes_note(tmp_path: Path) -> None:
+    write(tmp_path, {"gone.md": "walrus", "kept.md": "walrus narwhal"})
+    vault, index = open_vault(tmp_path)
+    (tmp_path / "gone.md").unlink()
+    changes = vault.refresh()
+    assert changes.removed == ("gone.md",)
+    index.apply(changes)
+    assert paths(index.candidates(["walrus"], 10)) == ["kept.md"]
+    assert index.size == 1
+
+
+def test_added_note_found_after_refresh(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "walrus"})
+    vault, index = open_vault(tmp_path)
+    write(tmp_path, {"b.md": "narwhal"})
+    index.apply(vault.refresh())
+    assert paths(index.candidates(["narwhal"], 10)) == ["b.md"]
+    assert index.size == 2
+
+
+def test_empty_changes_change_nothing(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "walrus"})
+    vault, index = open_vault(tmp_path)
+    before = index.candidates(["walrus"], 10)
+    changes = vault.refresh()
+    assert not changes
+    index.apply(changes)
+    assert index.candidates(["walrus"], 10) == before
+
+
+def test_common_word_does_not_crowd_out_relevant_note(tmp_path: Path) -> None:
+    # DESIGN decision 2: the original kept the first 200 content hits in vault order.
+    notes = {f"a{i:03d}.md": f"meeting notes number {i}" for i in range(250)}
+    notes["zzz-relevant.md"] = "meeting about the rareterm migration"
+    write(tmp_path, notes)
+    _vault, index = open_vault(tmp_path)
+    ranked = index.candidates(["meeting rareterm", "meeting", "rareterm"], 10)
+    assert len(ranked) == 10
+    assert ranked[0][0] == "zzz-relevant.md"
+    total = 251
+    assert ranked[0][1] == pytest.approx(idf(total, 1) + idf(total, 251) + idf(total, 1))
+    assert ranked[1][1] == pytest.approx(idf(total, 251))
+
+
+def test_rebuild_replaces_everything(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "walrus", "b.md": "narwhal"})
+    vault, index = open_vault(tmp_path)
+    b = vault.get("b.md")
+    assert b is not None
+    index.rebuild([(b, "only the kraken now")])
+    assert index.size == 1
+    assert index.candidates(["walrus"], 10) == []
+    assert index.candidates(["narwhal"], 10) == []
+    kraken = index.candidates(["kraken"], 10)
+    assert paths(kraken) == ["b.md"]
+    assert kraken[0][1] == pytest.approx(idf(1, 1))
+    by_title = index.candidates(["b"], 10)
+    assert paths(by_title) == ["b.md"]
+    assert by_title[0][1] == pytest.approx(2 * idf(1, 1))
+
+
+def test_needs_rebuild_only_when_retired_ids_dominate(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "walrus"})
+    vault, index = open_vault(tmp_path)
+    info = vault.get("a.md")
+    assert info is not None
+    for _ in range(999):
+        index.apply(VaultChanges(updated=((info, "walrus"),)))
+    assert index.size == 1
+    assert index.needs_rebuild is False  # 1000 ids: not over 1000
+    index.apply(VaultChanges(updated=((info, "walrus"),)))
+    assert index.needs_rebuild is True
+    index.rebuild([(info, "walrus")])
+    assert index.needs_rebuild is False
+    assert paths(index.candidates(["walrus"], 10)) == ["a.md"]
+
+
+# --------------------------------------------------------------------------- rank_chunks (§22.2)
+
+
+@pytest.fixture
+def ft_vault(tmp_path: Path) -> tuple[Vault, RecallIndex, ChunkStore]:
+    write(
+        tmp_path,
+        {
+            "common.md": "Meeting note summary with meeting agenda note note.",
+            "unique.md": "Meeting note covering architecture rareterm decisions for alpha.",
+            "Piano Lessons/Lesson 1.md": "# Lesson 1\n\nScales and arpeggios practice.",
+            "Piano Lessons/Lesson 2.md": "# Lesson 2\n\nChord progressions and sight reading.",
+            "daily/2024-01-15.md": "Practiced piano for twenty minutes today.",
+            "projects/music.md": "#piano\n\nMusic project: learning piano repertoire.",
+            "author-test.md": (
+                "---\nauthor: John Doe\nstatus: draft\n---\n\nSome content about writing."
+            ),
+        },
+    )
+    vault, index = open_vault(tmp_path)
+    return vault, index, ChunkStore(vault)
+
+
+def chunks_of(setup: tuple[Vault, RecallIndex, ChunkStore], *note_paths: str) -> list[IndexedChunk]:
+    vault, _index, store = setup
+    result: list[IndexedChunk] = []
+    for path in note_paths or tuple(sorted(vault.notes)):
+        info = vault.get(path)
+        assert info is not None
+        result.extend(store.chunks_for(info))
+    return result
+
+
+def rank(
+    setup: tuple[Vault, RecallIndex, ChunkStore], terms: list[str], *note_paths: str
+) -> list[LexicalHit]:
+    return rank_chunks(chunks_of(setup, *note_paths), terms, setup[1].vocabulary, 10)
+
+
+def hit_ids(hits: list[LexicalHit]) -> list[str]:
+    return [h.id for h in hits]
+
+
+def test_rare_term_ranks_unique_first(ft_vault: tuple[Vault, RecallIndex, ChunkStore]) -> None:
+    hits = rank(ft_vault, ["meeting", "rareterm"], "common.md", "unique.md")
+    assert hit_ids(hits) == ["unique.md#0", "common.md#0"]
+    assert hits[0].score > hits[1].score > 0
+
+
+def test_single_term_ranks_by_length(ft_vault: tuple[Vault, RecallIndex, ChunkStore]) -> None:
+    hits = rank(ft_vault, ["meeting"], "common.md", "unique.md")
+    # common.md has fewer distinct terms, so BM25 length normalisation favours it.
+    assert hit_ids(hits) == ["common.md#0", "unique.md#0"]
+    assert 0 < hits[1].score < hits[0].score < 10
+
+
+def test_tag_query_finds_body_tag(ft_vault: tuple[Vault, RecallIndex, ChunkStore]) -> None:
+    hits = rank(ft_vault, ["#rareterm"], "common.md", "unique.md")
+    assert hit_ids(hits) == ["unique.md#0"]
+    assert hits[0].matches == [{"field": "body", "query": "rareterm", "weight": 1.0}]
+
+
+def test_title_and_path_hits_outrank_body_only(
+    ft_vault: tuple[Vault, RecallIndex, ChunkStore],
+) -> None:
+    hits = rank(ft_vault, ["piano"])
+    ids = hit_ids(hits)
+    assert ids == [
+        "projects/music.md#0",
+        "Piano Lessons/Lesson 1.md#0",
+        "Piano Lessons/Lesson 2.md#0",
+        "daily/2024-01-15.md#0",
+    ]
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert hits[1].score == hits[2].score > hits[3].score
+
+
+def test_two_terms_bring_both_lesson_notes_to_top(
+    ft_vault: tuple[Vault, RecallIndex, ChunkStore],
+) -> None:
+    ids = hit_ids(rank(ft_vault, ["piano", "lessons"]))
+    assert ids[:2] == ["Piano Lessons/Lesson 1.md#0", "Piano Lessons/Lesson 2.md#0"]
+
+
+def test_tag_query_ranks_tagged_note_above_untagged(
+    ft_vault: tuple[Vault, RecallIndex, ChunkStore],
+) -> None:
+    ids = hit_ids(rank(ft_vault, ["#piano"]))
+    assert ids.index("projects/music.md#0") < ids.index("Piano Lessons/Lesson 1.md#0")
+    assert ids[0] == "projects/music.md#0"
+
+
+def test_frontmatter_value_findable(ft_vault: tuple[Vault, RecallIndex, ChunkStore]) -> None:
+    hits = rank(ft_vault, ["John Doe"])
+    assert hit_ids(hits) == ["author-test.md#0"]
+    assert {m["query"] for m in hits[0].matches} == {"john", "doe"}
+
+
+def test_frontmatter_keys_not_indexed(ft_vault: tuple[Vault, RecallIndex, ChunkStore]) -> None:
+    assert rank(ft_vault, ["status"]) == []
+    assert hit_ids(rank(ft_vault, ["draft"])) == ["author-test.md#0"]
+
+
+def test_matches_explain_field_query_weight(
+    ft_vault: tuple[Vault, RecallIndex, ChunkStore],
+) -> None:
+    hits = {h.id: h for h in rank(ft_vault, ["piano"])}
+    assert hits["projects/music.md#0"].matches == [
+        {"field": "tags", "query": "piano", "weight": FIELD_WEIGHTS["tags"]},
+        {"field": "body", "query": "piano", "weight": FIELD_WEIGHTS["body"]},
+    ]
+    assert hits["Piano Lessons/Lesson 1.md#0"].matches == [
+        {"field": "path", "query": "piano", "weight": 1.5}
+    ]
+    assert hits["daily/2024-01-15.md#0"].matches == [
+        {"field": "body", "query": "piano", "weight": 1.0}
+    ]
+
+
+def test_prefix_match_scores_by_prefix_weight(
+    ft_vault: tuple[Vault, RecallIndex, ChunkStore],
+) -> None:
+    exact = rank(ft_vault, ["meeting"], "common.md", "unique.md")
+    prefix = rank(ft_vault, ["meet"], "common.md", "unique.md")
+    assert hit_ids(prefix) == hit_ids(exact)
+    assert prefix[0].matches == [{"field": "body", "query": "meeting", "weight": 1.0}]
+    weight = prefix_weight("meet", "meeting")
+    assert weight < 1
+    for p, e in zip(prefix, exact, strict=True):
+        assert p.score == pytest.approx(e.score * weight)
+
+
+def test_absent_terms_give_no_hits(ft_vault: tuple[Vault, RecallIndex, ChunkStore]) -> None:
+    assert rank(ft_vault, ["absent"]) == []
+    assert rank(ft_vault, ["absent", "nothing"]) == []
+
+
+def test_empty_inputs(ft_vault: tuple[Vault, RecallIndex, ChunkStore]) -> None:
+    vocab = ft_vault[1].vocabulary
+    assert rank_chunks([], ["piano"], vocab, 10) == []
+    assert rank_chunks(chunks_of(ft_vault), [], vocab, 10) == []
+    assert rank_chunks(chunks_of(ft_vault), ["  "], vocab, 10) == []
+    assert rank_chunks(chunks_of(ft_vault), ["piano"], vocab, 0) == []
+
+
+def test_limit_keeps_best(ft_vault: tuple[Vault, RecallIndex, ChunkStore]) -> None:
+    vocab = ft_vault[1].vocabulary
+    hits = rank_chunks(chunks_of(ft_vault), ["piano"], vocab, 2)
+    assert hit_ids(hits) == ["projects/music.md#0", "Piano Lessons/Lesson 1.md#0"]
+
+
+def test_quality_multiplies_by_matched_query_terms(
+    ft_vault: tuple[Vault, RecallIndex, ChunkStore],
+) -> None:
+    both = rank(ft_vault, ["meeting", "rareterm"], "common.md", "unique.md")
+    only = rank(ft_vault, ["rareterm"], "common.md", "unique.md")
+    meeting = rank(ft_vault, ["meeting"], "common.md", "unique.md")
+    unique_meeting = next(h.score for h in meeting if h.id == "unique.md#0")
+    assert both[0].score == pytest.approx(2 * (only[0].score + unique_meeting))
+
+
+def test_hit_properties(ft_vault: tuple[Vault, RecallIndex, ChunkStore]) -> None:
+    hit = rank(ft_vault, ["draft"])[0]
+    assert hit.id == "author-test.md#0"
+    assert hit.note_path == "author-test.md"
