@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from langchain_vaultsearch.text.tokenize import CJK_RUN, contains_cjk
-from langchain_vaultsearch.vault.markdown import extract_tags_from_query
+from langchain_vaultsearch.vault.markdown import TAG_PATTERN, extract_tags_from_query
 
 ExpansionSource = Literal["fallback", "llm", "pre-expanded", "empty"]
 
@@ -123,8 +123,10 @@ def extract_salient_terms(query: str) -> list[str]:
     """
     tags = extract_tags_from_query(query)
     text = _MENTION.sub(lambda m: " " + m.group(1).replace("|", " ").replace("#", " ") + " ", query)
-    for tag in tags:
-        text = re.sub(re.escape(tag), " ", text, flags=re.IGNORECASE)
+    found = set(tags)
+    text = TAG_PATTERN.sub(
+        lambda m: " " if m.group(0).rstrip("/").lower() in found else m.group(0), text
+    )
     terms: list[str] = []
     for match in _WORD.finditer(text.lower()):
         word = match.group(0)
