@@ -6,6 +6,7 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from langchain_vaultsearch.search.chunk_store import ChunkStore, IndexedChunk
@@ -501,3 +502,25 @@ def test_hit_properties(ft_vault: tuple[Vault, RecallIndex, ChunkStore]) -> None
     hit = rank(ft_vault, ["draft"])[0]
     assert hit.id == "author-test.md#0"
     assert hit.note_path == "author-test.md"
+
+
+@pytest.mark.parametrize("term", ["alpha", "beta", "gamma"])
+def test_bm25_plus_matches_rank_bm25(term: str) -> None:
+    """Our numpy BM25+ gives rank-bm25's BM25Plus scores for unique-term documents."""
+    from rank_bm25 import BM25Plus
+
+    from langchain_vaultsearch.search.fulltext import BM25_B, BM25_DELTA, BM25_K1, bm25_plus
+
+    corpus = [
+        ["alpha", "beta", "x1", "x2"],
+        ["alpha"],
+        ["beta", "gamma", "y1", "y2", "y3", "y4"],
+        ["z"],
+        ["alpha", "gamma"],
+    ]
+    reference = BM25Plus(corpus, k1=BM25_K1, b=BM25_B, delta=BM25_DELTA)
+    holders = [i for i, doc in enumerate(corpus) if term in doc]
+    lengths = np.array([len(doc) for doc in corpus], dtype=np.float64)
+    ours = bm25_plus(len(holders), len(corpus), lengths[holders], float(lengths.mean()))
+    expected = reference.get_scores([term])[holders]
+    np.testing.assert_allclose(ours, expected, rtol=1e-12)
