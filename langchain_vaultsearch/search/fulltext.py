@@ -11,7 +11,6 @@ query's terms); scoring only the chunks that hold a term costs a few millisecond
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
