@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from langchain_vaultsearch.search.fulltext import LexicalHit
-from langchain_vaultsearch.vault.vault import Vault
+from langchain_vaultsearch.vault.vault import Vault, folder_of
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def apply_folder_boost(
     """
     notes_per_folder: dict[str, set[str]] = {}
     for hit in hits:
-        notes_per_folder.setdefault(_folder(hit.note_path), set()).add(hit.note_path)
+        notes_per_folder.setdefault(folder_of(hit.note_path), set()).add(hit.note_path)
     boosts: dict[str, dict[str, float | str | int]] = {}
     for folder, notes in notes_per_folder.items():
         count = len(notes)
@@ -85,7 +85,7 @@ def apply_folder_boost(
             "boostFactor": factor,
         }
     for hit in hits:
-        boost = boosts.get(_folder(hit.note_path))
+        boost = boosts.get(folder_of(hit.note_path))
         if boost is not None:
             hit.score *= float(boost["boostFactor"])
     return boosts
@@ -141,10 +141,6 @@ def apply_graph_boost(
         if connection is not None:
             hit.score *= float(connection["boostMultiplier"])
     return connections
-
-
-def _folder(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 def _lower_tags(vault: Vault, path: str) -> frozenset[str]:

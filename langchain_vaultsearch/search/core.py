@@ -28,7 +28,8 @@ from langchain_vaultsearch.search.scoring import (
     normalize_scores,
     select_diverse_top_k,
 )
-from langchain_vaultsearch.vault.vault import Vault
+from langchain_vaultsearch.text.chunking import note_path_from_chunk_id
+from langchain_vaultsearch.vault.vault import Vault, folder_of
 
 logger = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ class SearchCore:
                 "baseScore": hit.score,
                 "finalScore": final,
             }
-            folder = hit.note_path.rsplit("/", 1)[0] if "/" in hit.note_path else ""
+            folder = folder_of(hit.note_path)
             if folder in folder_boosts:
                 explanation["folderBoost"] = folder_boosts[folder]
             if hit.note_path in graph_boosts:
@@ -218,7 +219,7 @@ class SearchCore:
             ranked,
             opts.max_results,
             score=lambda r: r.score,
-            note=lambda r: r.id.rsplit("#", 1)[0],
+            note=lambda r: note_path_from_chunk_id(r.id),
         )
 
 

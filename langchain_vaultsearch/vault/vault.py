@@ -52,7 +52,7 @@ class NoteInfo:
     @property
     def folder(self) -> str:
         """The note's folder, `""` for the vault root."""
-        return self.path.rsplit("/", 1)[0] if "/" in self.path else ""
+        return folder_of(self.path)
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,11 @@ class VaultChanges:
 
     def __bool__(self) -> bool:
         return bool(self.updated or self.removed)
+
+
+def folder_of(path: str) -> str:
+    """The folder of a vault-relative path, `""` for the vault root."""
+    return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 def decode_note(data: bytes) -> str:
