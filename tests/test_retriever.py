@@ -240,3 +240,18 @@ def test_explanation_names_matched_fields(vault_dir: Path) -> None:
     assert {"tags", "body"} <= fields
     assert explanation["finalScore"] == docs[0].metadata["score"]
     assert explanation["baseScore"] > 0
+
+
+def test_one_long_note_does_not_crowd_out_other_notes(tmp_path: Path) -> None:
+    sections = "".join(
+        f"## Part {i}\n\n" + f"OAuth detail number {i}. " * 60 + "\n\n" for i in range(40)
+    )
+    notes: dict[str, str | bytes] = {"Long Guide.md": "# OAuth guide\n\n" + sections}
+    notes.update(
+        {f"Short {i}.md": f"A short note that mentions OAuth once ({i})." for i in range(4)}
+    )
+    root = write_vault(tmp_path / "v", notes)
+    docs = TieredLexicalRetriever(vault_path=str(root), k=5).invoke("oauth")
+    assert len(docs) == 5
+    assert len(set(paths(docs))) == 5
+    assert paths(docs)[0] == "Long Guide.md"

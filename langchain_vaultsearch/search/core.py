@@ -191,7 +191,8 @@ class SearchCore:
             info = self.vault.get(path)
             if info is not None:
                 chunks.extend(self.chunks.chunks_for(info))
-        limit = 3 * RETURN_ALL_LIMIT if opts.return_all else max(opts.max_results * 3, 3)
+        # Enough hits that one long note cannot fill the list before note diversity applies.
+        limit = max(3 * RETURN_ALL_LIMIT, opts.max_results * 3)
         hits = rank_chunks(chunks, salient or [query], self.recall.vocabulary, limit)
         if not hits:
             return []
