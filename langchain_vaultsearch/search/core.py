@@ -30,7 +30,7 @@ from langchain_vaultsearch.search.scoring import (
     select_diverse_top_k,
 )
 from langchain_vaultsearch.text.chunking import note_path_from_chunk_id
-from langchain_vaultsearch.vault.vault import Vault, folder_of
+from langchain_vaultsearch.vault.vault import NoteInfo, Vault, folder_of
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class SearchCore:
             if rebuilt or len(changes.updated) >= FREEZE_AFTER_NOTES:
                 _freeze_long_lived_objects()
 
-    def _all_notes(self) -> list[tuple[Any, str]]:
+    def _all_notes(self) -> list[tuple[NoteInfo, str]]:
         notes = []
         for info in self.vault.notes.values():
             text = self.vault.read_text(info.path)

@@ -7,7 +7,6 @@ filesystem and shared by the vault, the chunker and the filters.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
@@ -15,6 +14,8 @@ from typing import Any
 from urllib.parse import unquote
 
 import yaml
+
+from langchain_vaultsearch.text.tokenize import COMBINING_MARKS
 
 
 @dataclass(frozen=True)
@@ -76,17 +77,11 @@ class ParsedNote:
 
 
 # `\w` does not match combining marks (category M*), so without them '#हिन्दी' would stop
-# after its first letter and a decomposed (NFD) '#café' after 'cafe'. These BMP ranges hold
-# nearly all of them; scanning them once at import costs a few milliseconds.
-_MARK_RANGES = ((0x0300, 0x3100), (0xA600, 0xAB00), (0xFB1E, 0xFE30))
-_MARKS = "".join(
-    chr(code)
-    for start, stop in _MARK_RANGES
-    for code in range(start, stop)
-    if unicodedata.category(chr(code)).startswith("M")
-)
+# after its first letter and a decomposed (NFD) '#café' after 'cafe'.
 
-TAG_PATTERN: re.Pattern[str] = re.compile(rf"#(?<![\w{_MARKS}#&/\\]#)[\w{_MARKS}/-]+")
+TAG_PATTERN: re.Pattern[str] = re.compile(
+    rf"#(?<![\w{COMBINING_MARKS}#&/\\]#)[\w{COMBINING_MARKS}/-]+"
+)
 r"""An Obsidian tag: `#` plus letters, digits, `_`, `-` or `/`, not glued to a word.
 
 The look-behind keeps `C#`, `issue#123`, `page#anchor`, `&#39;`, `\#escaped` and the second
