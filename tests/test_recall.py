@@ -12,6 +12,8 @@ import pytest
 from langchain_vaultsearch.search.chunk_store import ChunkStore, IndexedChunk
 from langchain_vaultsearch.search.fulltext import FIELD_WEIGHTS, LexicalHit, rank_chunks
 from langchain_vaultsearch.search.recall import (
+    BULK_NOTES,
+    COMPACT_DELTA_NOTES,
     MAX_PREFIX_EXPANSIONS,
     PREFIX_WEIGHT,
     RecallIndex,
@@ -303,37 +305,72 @@ def test_common_word_does_not_crowd_out_relevant_note(tmp_path: Path) -> None:
     assert ranked[1][1] == pytest.approx(idf(total, 251))
 
 
-def test_rebuild_replaces_everything(tmp_path: Path) -> None:
+def note_changes(vault: Vault, texts: dict[str, str]) -> VaultChanges:
+    """Change sets for notes of `vault` with the given (possibly new) texts."""
+    updated = []
+    for path, text in texts.items():
+        info = vault.get(path)
+        assert info is not None
+        updated.append((info, text))
+    return VaultChanges(updated=tuple(updated))
+
+
+@pytest.mark.parametrize("count", [BULK_NOTES - 1, BULK_NOTES])
+def test_one_at_a_time_and_bulk_indexing_agree(tmp_path: Path, count: int) -> None:
+    # Below BULK_NOTES notes go to the delta, from it on to the sorted arrays.
+    notes = {f"n{i:03d}.md": f"walrus number{i} deploy{i % 3}ment" for i in range(count)}
+    write(tmp_path, notes)
+    _vault, index = open_vault(tmp_path)
+    expected = {i: f"n{i:03d}.md" for i in range(count)}
+    assert paths(index.candidates(["number7"], 10)) == [expected[7]]
+    assert len(index.candidates(["walrus"], 500)) == count
+    assert len(index.candidates(["deploy0"], 500)) == len(range(0, count, 3))
+    assert index.size == count
+
+
+def test_compaction_keeps_results_and_drops_retired_notes(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "walrus", "b.md": "narwhal kraken", "c.md": "walrus kraken"})
+    vault, index = open_vault(tmp_path)
+    index.apply(note_changes(vault, {"b.md": "only the kraken now"}))
+    index.apply(VaultChanges(removed=("c.md",)))
+    before = {t: index.candidates([t], 10) for t in ("walrus", "narwhal", "kraken", "only")}
+    index.compact()
+    after = {t: index.candidates([t], 10) for t in ("walrus", "narwhal", "kraken", "only")}
+    assert after == before
+    assert paths(after["kraken"]) == ["b.md"]
+    assert after["narwhal"] == []
+    assert index.size == 2
+    # Terms only retired notes held leave the vocabulary, so prefixes no longer reach them.
+    assert [t for t, _w in index.vocabulary.expand("narw")] == ["narw"]
+
+
+def test_many_single_edits_compact_automatically(tmp_path: Path) -> None:
     write(tmp_path, {"a.md": "walrus", "b.md": "narwhal"})
     vault, index = open_vault(tmp_path)
-    b = vault.get("b.md")
-    assert b is not None
-    index.rebuild([(b, "only the kraken now")])
-    assert index.size == 1
-    assert index.candidates(["walrus"], 10) == []
-    assert index.candidates(["narwhal"], 10) == []
-    kraken = index.candidates(["kraken"], 10)
-    assert paths(kraken) == ["b.md"]
-    assert kraken[0][1] == pytest.approx(idf(1, 1))
-    by_title = index.candidates(["b"], 10)
-    assert paths(by_title) == ["b.md"]
-    assert by_title[0][1] == pytest.approx(2 * idf(1, 1))
+    for i in range(COMPACT_DELTA_NOTES + 5):
+        index.apply(note_changes(vault, {"a.md": f"walrus edit{i}"}))
+    assert index.size == 2
+    assert paths(index.candidates([f"edit{COMPACT_DELTA_NOTES + 4}"], 10)) == ["a.md"]
+    assert index.candidates(["edit3"], 10) == []
+    assert paths(index.candidates(["narwhal"], 10)) == ["b.md"]
+    snapshot = index.snapshot()
+    assert sorted(snapshot.paths) == ["a.md", "b.md"]
+    assert "edit3" not in snapshot.terms
 
 
-def test_needs_rebuild_only_when_retired_ids_dominate(tmp_path: Path) -> None:
-    write(tmp_path, {"a.md": "walrus"})
-    vault, index = open_vault(tmp_path)
-    info = vault.get("a.md")
-    assert info is not None
-    for _ in range(999):
-        index.apply(VaultChanges(updated=((info, "walrus"),)))
-    assert index.size == 1
-    assert index.needs_rebuild is False  # 1000 ids: not over 1000
-    index.apply(VaultChanges(updated=((info, "walrus"),)))
-    assert index.needs_rebuild is True
-    index.rebuild([(info, "walrus")])
-    assert index.needs_rebuild is False
-    assert paths(index.candidates(["walrus"], 10)) == ["a.md"]
+def test_snapshot_round_trip_ranks_the_same(vault_root: Path) -> None:
+    vault, index = open_vault(vault_root, exclusions=["Private"])
+    queries = [["zebra"], ["deploy"], ["学"], ["meeting agenda"], ["machine learning"]]
+    expected = [index.candidates(q, 10) for q in queries]
+    snapshot = index.snapshot()
+    searchable = [vault.notes[path].searchable for path in snapshot.paths]
+    restored = RecallIndex.from_snapshot(snapshot, searchable)
+    assert [restored.candidates(q, 10) for q in queries] == expected
+    assert restored.size == index.size
+    # The restored index keeps taking edits.
+    restored.apply(note_changes(vault, {"one.md": "okapi"}))
+    assert paths(restored.candidates(["okapi"], 10)) == ["one.md"]
+    assert paths(restored.candidates(["zebra"], 10)) == ["rare.md"]
 
 
 # --------------------------------------------------------------------------- rank_chunks (§22.2)

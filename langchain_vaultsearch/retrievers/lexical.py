@@ -92,6 +92,8 @@ class TieredLexicalRetriever(BaseRetriever):
     """Use this expansion instead of expanding each query."""
     query_expander: QueryExpanderLike | None = Field(default=None, exclude=True, repr=False)
     """An LLM query expander; without one, salient terms come from the query itself."""
+    persist_index: bool = True
+    """Save the index in `<vault>/.vaultsearch/` (vaults of 500+ notes) for fast restarts."""
 
     _core: SearchCore = PrivateAttr()
     _last_expansion: ExpandedQuery | None = PrivateAttr(default=None)
@@ -106,7 +108,9 @@ class TieredLexicalRetriever(BaseRetriever):
             self.vault = Vault(
                 self.vault_path, inclusions=self.inclusions, exclusions=self.exclusions
             )
-        self._core = SearchCore(self.vault, query_expander=self.query_expander)
+        self._core = SearchCore(
+            self.vault, query_expander=self.query_expander, persist_index=self.persist_index
+        )
         return self
 
     @property

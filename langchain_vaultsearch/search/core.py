@@ -23,6 +23,7 @@ from langchain_vaultsearch.search.expansion import (
     fallback_expansion,
 )
 from langchain_vaultsearch.search.fulltext import rank_chunks
+from langchain_vaultsearch.search.index_cache import load_index, save_index
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scoring import (
     NormalizationMethod,
@@ -30,12 +31,16 @@ from langchain_vaultsearch.search.scoring import (
     select_diverse_top_k,
 )
 from langchain_vaultsearch.text.chunking import note_path_from_chunk_id
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault, folder_of
+from langchain_vaultsearch.vault.vault import NoteInfo, Vault, VaultChanges, folder_of
 
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000
 RETURN_ALL_LIMIT = 100
+# Vaults this large are worth saving an index for; smaller ones index in well under 1 s.
+PERSIST_MIN_NOTES = 500
+# Notes read since the last save that make saving again worthwhile.
+SAVE_AFTER_NOTES = 200
 # Index builds at least this large freeze their objects out of the garbage collector's scans.
 FREEZE_AFTER_NOTES = 1000
 MAX_RESULTS_RANGE = (1, 100)
@@ -111,38 +116,80 @@ class SearchCore:
         *,
         query_expander: QueryExpanderLike | None = None,
         chunk_store: ChunkStore | None = None,
+        persist_index: bool = True,
     ) -> None:
         """Create the pipeline.
 
         Args:
-            vault: the notes.
+            vault: the notes; may be shared with other indexes and retrievers.
             query_expander: an LLM expander; without one the fallback terms are used.
             chunk_store: a shared chunk cache; one is made when omitted.
+            persist_index: keep the recall index in `<vault>/.vaultsearch/` so a new
+                process starts from it instead of re-reading every note. Only vaults of
+                at least `PERSIST_MIN_NOTES` notes are saved; smaller ones index in
+                well under a second.
         """
         self.vault = vault
         self.query_expander = query_expander
         self.chunks = chunk_store or ChunkStore(vault)
         self.recall = RecallIndex()
+        self.persist_index = persist_index
+        self._indexed: dict[str, NoteInfo] = {}
+        self._vault_version = -1
+        self._unsaved_notes = 0
         self._sync_lock = threading.Lock()
 
     def sync(self) -> None:
         """Pick up notes added, changed or removed since the last query."""
         with self._sync_lock:
+            if self._vault_version < 0 and self.persist_index:
+                self._restore()
+            version = self.vault.version
             changes = self.vault.refresh()
+            if self.vault.version != version + bool(changes) or version != self._vault_version:
+                # Another index refreshed the shared vault and got the change set.
+                changes = self._reconcile(changes)
+            self._vault_version = self.vault.version
             self.recall.apply(changes)
-            rebuilt = self.recall.needs_rebuild
-            if rebuilt:
-                self.recall.rebuild(self._all_notes())
-            if rebuilt or len(changes.updated) >= FREEZE_AFTER_NOTES:
+            for path in changes.removed:
+                self._indexed.pop(path, None)
+            self._indexed.update((info.path, info) for info, _text in changes.updated)
+            self._unsaved_notes += len(changes.updated)
+            if self._should_save():
+                save_index(self.vault, self.recall)
+                self._unsaved_notes = 0
+            if len(changes.updated) >= FREEZE_AFTER_NOTES:
                 _freeze_long_lived_objects()
 
-    def _all_notes(self) -> list[tuple[NoteInfo, str]]:
-        notes = []
-        for info in self.vault.notes.values():
-            text = self.vault.read_text(info.path)
+    def _restore(self) -> None:
+        loaded = load_index(self.vault)
+        if loaded is not None:
+            self.recall = loaded
+            self._indexed = dict(self.vault.notes)
+            self._vault_version = self.vault.version
+            if len(self._indexed) >= FREEZE_AFTER_NOTES:
+                _freeze_long_lived_objects()
+
+    def _reconcile(self, changes: VaultChanges) -> VaultChanges:
+        """The change set between what this index holds and the vault's notes now."""
+        texts = {info.path: text for info, text in changes.updated}
+        notes = self.vault.notes
+        updated = []
+        for path, info in notes.items():
+            if self._indexed.get(path) is info:
+                continue
+            text = texts[path] if path in texts else self.vault.read_text(path)
             if text is not None:
-                notes.append((info, text))
-        return notes
+                updated.append((info, text))
+        removed = tuple(path for path in self._indexed if path not in notes)
+        return VaultChanges(tuple(updated), removed)
+
+    def _should_save(self) -> bool:
+        return (
+            self.persist_index
+            and self._unsaved_notes >= SAVE_AFTER_NOTES
+            and self.recall.size >= PERSIST_MIN_NOTES
+        )
 
     def expand(self, query: str, options: SearchOptions) -> ExpandedQuery:
         """The expansion a query will use: given, from the expander, or the fallback."""

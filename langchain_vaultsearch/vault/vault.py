@@ -15,11 +15,13 @@ import os
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
+from langchain_vaultsearch.vault.note_records import NotPortableError, note_record, parse_record
 from langchain_vaultsearch.vault.patterns import PathPattern, is_allowed, parse_patterns
 
 logger = logging.getLogger(__name__)
@@ -150,6 +152,7 @@ class Vault:
         ] = {}
         self.refresh_interval = refresh_interval
         self._last_refresh = -math.inf
+        self._version = 0
 
     # ----------------------------------------------------------------- scanning
 
@@ -186,7 +189,65 @@ class Vault:
                 self._stamps.pop(rel, None)
             if updated or removed:
                 self._graph = None
+                self._version += 1
             return VaultChanges(tuple(updated), tuple(removed))
+
+    @property
+    def version(self) -> int:
+        """Grows by one with every refresh or adoption that changed the note records.
+
+        Several indexes may share a vault, and a refresh hands its change set only to
+        the caller; the others see the version move and reconcile with `notes`.
+        """
+        return self._version
+
+    def records(self) -> list[dict[str, Any]]:
+        """JSON-ready records of the notes (see `note_records`), for a saved index.
+
+        Notes whose frontmatter cannot round-trip through JSON are left out, so a
+        process adopting the records reads them again.
+        """
+        with self._lock:
+            records = []
+            for path, info in self._notes.items():
+                try:
+                    records.append(
+                        note_record(
+                            path, self._stamps[path], info.mtime_ms, info.ctime_ms, info.parsed
+                        )
+                    )
+                except NotPortableError as exc:
+                    logger.debug("Not saving the record of %s: %s", path, exc)
+            return records
+
+    def adopt(self, records: Iterable[dict[str, Any]]) -> int:
+        """Take note records saved by an earlier process as if they had been read.
+
+        Only a vault that has not been refreshed yet adopts records; the next refresh
+        then reads just the notes whose mtime or size differ from the record, and
+        reports records of vanished notes as removed.
+
+        Args:
+            records: what `records()` returned, possibly in another process.
+
+        Returns:
+            How many records were adopted (0 when the vault was already scanned).
+
+        Raises:
+            ValueError: when a record is malformed; nothing is adopted then.
+        """
+        parsed = [parse_record(record) for record in records]
+        with self._lock:
+            if self._notes:
+                return 0
+            for path, stamp, mtime_ms, ctime_ms, note in parsed:
+                if self.safe_path(path) is None:
+                    continue
+                self._notes[path] = self._note_info(path, mtime_ms, ctime_ms, stamp[1], note)
+                self._stamps[path] = stamp
+            self._graph = None
+            self._version += 1
+            return len(self._notes)
 
     def _walk(self) -> Iterator[tuple[str, str, os.stat_result]]:
         """Yield every markdown file under the root that stays inside the root.
@@ -278,20 +339,24 @@ class Vault:
                 rel,
                 parsed.frontmatter_error,
             )
-        stem = PurePosixPath(rel).name[:-3]
         ctime = getattr(stat, "st_birthtime", stat.st_ctime)
-        info = NoteInfo(
+        info = self._note_info(rel, stat.st_mtime_ns / 1e6, ctime * 1000.0, stat.st_size, parsed)
+        return info, text
+
+    def _note_info(
+        self, rel: str, mtime_ms: float, ctime_ms: float, size: int, parsed: ParsedNote
+    ) -> NoteInfo:
+        return NoteInfo(
             path=rel,
-            title=stem,
-            mtime_ms=stat.st_mtime_ns / 1e6,
-            ctime_ms=ctime * 1000.0,
-            size=stat.st_size,
+            title=PurePosixPath(rel).name[:-3],
+            mtime_ms=mtime_ms,
+            ctime_ms=ctime_ms,
+            size=size,
             parsed=parsed,
             searchable=is_allowed(
                 self.inclusions, self.exclusions, rel, parsed.tags, parsed.frontmatter
             ),
         )
-        return info, text
 
     # ----------------------------------------------------------------- reading
 
