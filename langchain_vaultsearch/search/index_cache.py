@@ -17,9 +17,12 @@ import logging
 import os
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from langchain_vaultsearch.search import recall
 from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
@@ -64,17 +67,15 @@ def save_index(vault: Vault, index: RecallIndex) -> bool:
         target.parent.mkdir(exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
         try:
+            arrays: dict[str, Any] = {
+                "header": _bytes(json.dumps(header)),
+                "terms": _bytes("\n".join(snapshot.terms)),
+                "term_ids": snapshot.term_ids,
+                **_postings_arrays("body", snapshot.body),
+                **_postings_arrays("meta", snapshot.meta),
+            }
             with os.fdopen(handle, "wb") as out:
-                np.savez(
-                    out,
-                    header=_bytes(json.dumps(header)),
-                    terms=_bytes("\n".join(snapshot.terms)),
-                    term_ids=snapshot.term_ids,
-                    body_terms=snapshot.body[0],
-                    body_notes=snapshot.body[1],
-                    meta_terms=snapshot.meta[0],
-                    meta_notes=snapshot.meta[1],
-                )
+                np.savez(out, allow_pickle=False, **arrays)
             os.replace(temporary, target)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
@@ -109,8 +110,8 @@ def load_index(vault: Vault) -> RecallIndex | None:
                 paths=[str(p) for p in header["paths"]],
                 terms=terms_text.split("\n") if terms_text else [],
                 term_ids=data["term_ids"].astype(np.int64, copy=False),
-                body=(data["body_terms"].astype(np.int64), data["body_notes"].astype(np.int32)),
-                meta=(data["meta_terms"].astype(np.int64), data["meta_notes"].astype(np.int32)),
+                body=_postings_from(data, "body"),
+                meta=_postings_from(data, "meta"),
             )
         _check(snapshot)
         if vault.adopt(header["notes"]) == 0 and header["notes"]:
@@ -125,7 +126,27 @@ def load_index(vault: Vault) -> RecallIndex | None:
     return index
 
 
-def _bytes(text: str) -> np.ndarray:
+def _postings_arrays(
+    name: str, postings: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]
+) -> dict[str, npt.NDArray[Any]]:
+    """Sorted postings as (distinct term ids, their counts, note ids): half the bytes."""
+    term_ids, counts = np.unique(postings[0], return_counts=True)
+    return {f"{name}_terms": term_ids, f"{name}_counts": counts, f"{name}_notes": postings[1]}
+
+
+def _postings_from(
+    data: Mapping[str, npt.NDArray[Any]], name: str
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+    term_ids = data[f"{name}_terms"].astype(np.int64, copy=False)
+    counts = data[f"{name}_counts"].astype(np.int64, copy=False)
+    notes = data[f"{name}_notes"].astype(np.int32, copy=False)
+    if term_ids.shape != counts.shape or counts.sum() != notes.size or np.any(counts <= 0):
+        msg = f"{name} postings counts do not add up"
+        raise ValueError(msg)
+    return np.repeat(term_ids, counts), notes
+
+
+def _bytes(text: str) -> npt.NDArray[np.uint8]:
     return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
 
 
