@@ -23,7 +23,7 @@ Answer the question based only on the following context:
 <file> ... </file>
 </additionalMatches>
 
-<guidance> citation rules, reading notes, source catalog </guidance>
+<guidance> citation rules, images, escaping, source catalog </guidance>
 </localSearch>
 ```
 
@@ -279,10 +279,9 @@ def _tiers(entries: list[_Entry], options: ContextOptions) -> tuple[list[_Entry]
         and all(entry.source in _UNRANKED_SOURCES for entry in entries)
     ):
         return [], ordered
-    # Ids run 1..n down the page, filter section first.
-    return _filters_first(ordered[: options.max_full_documents]), ordered[
-        options.max_full_documents :
-    ]
+    limit = options.max_full_documents
+    # Ids run 1..n down the page, so the filter section comes first here too.
+    return _filters_first(ordered[:limit]), ordered[limit:]
 
 
 def _filters_first(entries: list[_Entry]) -> list[_Entry]:
@@ -310,8 +309,6 @@ class _Layout:
         options: ContextOptions,
     ) -> None:
         self._full = full
-        self._listed = listed
-        self._options = options
         label = (time_range_label or "").strip()
         self._open_tag = (
             f"<localSearch timeRange={xml_attribute(label)}>" if label else "<localSearch>"
@@ -336,12 +333,12 @@ class _Layout:
 
     def _documents(self, contents: Sequence[str], cut_flags: Sequence[bool]) -> str:
         rendered = [
-            (entry.is_filter, _document(index, entry, content, cut, self._split))
+            (entry.is_filter, _document(index, entry, content, cut))
             for index, (entry, content, cut) in enumerate(
                 zip(self._full, contents, cut_flags, strict=True), start=1
             )
         ]
-        if not self._split:
+        if not any(entry.is_filter for entry in self._full):
             return "\n\n".join(doc for _, doc in rendered)
         sections = []
         for name, wanted in (("filterResults", True), ("searchResults", False)):
@@ -350,14 +347,11 @@ class _Layout:
                 sections.append(f"<{name}>\n" + "\n\n".join(docs) + f"\n</{name}>")
         return "\n\n".join(sections)
 
-    @property
-    def _split(self) -> bool:
-        return any(entry.is_filter for entry in self._full)
 
-
-def _document(index: int, entry: _Entry, content: str, cut: bool, split: bool) -> str:
+def _document(index: int, entry: _Entry, content: str, cut: bool) -> str:
     lines = ["<document>", f"<id>{index}</id>", f"<title>{xml_text(entry.title)}</title>"]
-    if split and entry.is_filter:
+    # A filter result always names its path and how it matched (the original's layout).
+    if entry.is_filter:
         lines.append(f"<path>{xml_text(entry.path)}</path>")
         lines.append(f"<matchType>{xml_text(entry.match_type or 'filter')}</matchType>")
     elif entry.path and entry.path != entry.title:
