@@ -1,5 +1,13 @@
 """langchain-vaultsearch: search an Obsidian-style markdown vault from LangChain."""
 
+from langchain_vaultsearch.context.citations import sanitize_for_citations
+from langchain_vaultsearch.context.local_search import (
+    ContextOptions,
+    ContextSource,
+    LocalSearchContext,
+    build_local_search_context,
+    format_local_search_context,
+)
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.search.core import SearchCore, SearchOptions
 from langchain_vaultsearch.search.expansion import ExpandedQuery, fallback_expansion
@@ -7,11 +15,17 @@ from langchain_vaultsearch.text.tokenize import tokenize_mixed
 from langchain_vaultsearch.vault.vault import Vault
 
 __all__ = [
+    "ContextOptions",
+    "ContextSource",
     "ExpandedQuery",
+    "LocalSearchContext",
     "SearchCore",
     "SearchOptions",
     "TieredLexicalRetriever",
     "Vault",
+    "build_local_search_context",
     "fallback_expansion",
+    "format_local_search_context",
+    "sanitize_for_citations",
     "tokenize_mixed",
 ]
