@@ -252,3 +252,22 @@ def test_words_with_combining_marks_stay_whole(text: str, expected_term: str) ->
 def test_devanagari_tag_is_whole_in_markdown_parser() -> None:
     # The reference point for the xfail above: the note parser keeps the whole tag.
     assert parse_note("#हिन्दी").tags == ("#हिन्दी",)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "word"),
+    [
+        ("การซิงค์โน้ตระหว่างอุปกรณ์", "โน้ต"),  # Thai: "syncing notes between devices"
+        ("ការធ្វើសមកាលកម្មកំណត់ចំណាំ", "ចំណាំ"),  # Khmer: "syncing notes"
+        ("ການຊິງໂນ້ດ", "ໂນ້ດ"),  # Lao
+        ("မှတ်စုများကိုထပ်တူပြုခြင်း", "မှတ်စု"),  # Myanmar: "syncing notes"
+    ],
+)
+def test_unspaced_southeast_asian_scripts_make_bigrams(sentence: str, word: str) -> None:
+    # A sentence with no spaces used to be one token, so no query word could match it.
+    sentence_terms = set(tokenize_mixed(sentence))
+    word_terms = tokenize_mixed(word)
+    assert sentence not in sentence_terms
+    assert word_terms
+    assert all(len(term) == 2 for term in word_terms)
+    assert set(word_terms) <= sentence_terms

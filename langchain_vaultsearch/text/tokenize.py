@@ -15,9 +15,16 @@ import re
 import sys
 import unicodedata
 
-# Han (with Extension A, B+ and compatibility ideographs), kana and Hangul: scripts
-# written without spaces between words, where bigrams are the standard lexical unit.
+# Han (with Extension A, B+ and compatibility ideographs), kana, Hangul, and the Southeast
+# Asian scripts Thai, Lao, Khmer and Myanmar: scripts written without spaces between words,
+# where character bigrams are the standard lexical unit. Without them a Thai or Khmer
+# sentence was one token and a query for any word in it found nothing.
 _CJK_CHARS = (
+    "\u0e00-\u0e7f"  # Thai
+    "\u0e80-\u0eff"  # Lao
+    "\u1000-\u109f"  # Myanmar
+    "\u1780-\u17ff"  # Khmer
+    "\u19e0-\u19ff"  # Khmer symbols
     "\u3040-\u309f"  # hiragana
     "\u30a0-\u30ff"  # katakana
     "\u31f0-\u31ff"  # katakana phonetic extensions
