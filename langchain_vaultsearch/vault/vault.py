@@ -241,7 +241,9 @@ class Vault:
             if self._notes:
                 return 0
             for path, stamp, mtime_ms, ctime_ms, note in parsed:
-                if self.safe_path(path) is None:
+                # Lexical check only: the next refresh drops records of paths its walk
+                # does not find, symlinks that leave the vault included.
+                if _relative_parts(path) is None:
                     continue
                 self._notes[path] = self._note_info(path, mtime_ms, ctime_ms, stamp[1], note)
                 self._stamps[path] = stamp
@@ -388,10 +390,8 @@ class Vault:
             The absolute path, or None for absolute paths, `..` escapes and symlinks
             that lead outside the root.
         """
-        if not path or path.startswith(("/", "\\")) or "\x00" in path:
-            return None
-        parts = PurePosixPath(path.replace("\\", "/")).parts
-        if any(part == ".." for part in parts) or (parts and ":" in parts[0]):
+        parts = _relative_parts(path)
+        if parts is None:
             return None
         candidate = self.root.joinpath(*parts)
         if not self._inside_root(os.path.realpath(candidate)):
@@ -486,6 +486,16 @@ class _LinkGraph:
                 return candidate
             return None
         return self._by_name.get(stem) or self._by_alias.get(stem)
+
+
+def _relative_parts(path: str) -> tuple[str, ...] | None:
+    """The parts of a vault-relative path, None when it is absolute or climbs out."""
+    if not path or path.startswith(("/", "\\")) or "\x00" in path:
+        return None
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    if any(part == ".." for part in parts) or (parts and ":" in parts[0]):
+        return None
+    return parts
 
 
 def _shortest(paths: list[str], name: str) -> str:
