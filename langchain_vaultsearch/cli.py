@@ -1,6 +1,6 @@
 """`vaultsearch`: search a vault from a terminal.
 
-`vaultsearch search --vault PATH [--k N] [--json] [--explain] QUERY`
+`vaultsearch search --vault PATH [--k N] [--json] [--explain] [--expand] QUERY`
 """
 
 from __future__ import annotations
@@ -8,14 +8,25 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
 
+from langchain_vaultsearch.query_expander import QueryExpander
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
+from langchain_vaultsearch.search.expansion import ExpandedQuery
 from langchain_vaultsearch.vault.vault import Vault
+
+CHAT_MODEL_ENV = "VAULTSEARCH_CHAT_MODEL"
+DEFAULT_CHAT_MODEL = "gpt-4.1-mini"
+
+
+class UsageError(Exception):
+    """Something the user can fix, reported as one line on stderr (no traceback)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +43,17 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument(
         "--explain", action="store_true", help="show matched fields, boosts and query terms"
     )
+    search.add_argument(
+        "--expand",
+        action="store_true",
+        help="expand the query with a chat model (OpenAI; needs OPENAI_API_KEY and the"
+        " 'openai' extra): alternative phrasings and related terms widen recall",
+    )
+    search.add_argument(
+        "--chat-model",
+        default=os.environ.get(CHAT_MODEL_ENV, DEFAULT_CHAT_MODEL),
+        help=f"the OpenAI model --expand uses (default ${CHAT_MODEL_ENV} or {DEFAULT_CHAT_MODEL})",
+    )
     search.add_argument("--exclude", action="append", default=None, help="exclusion rule")
     search.add_argument("--include", action="append", default=None, help="inclusion rule")
     search.add_argument("--verbose", action="store_true", help="log warnings about notes")
@@ -45,16 +67,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.WARNING if args.verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if args.expand:
+        # Whoever asks for expansion hears why it fell back, even without --verbose.
+        logging.getLogger("langchain_vaultsearch.query_expander").setLevel(logging.WARNING)
     query = " ".join(args.query)
     if not 1 <= args.k <= 100:
         print(f"vaultsearch: --k must be between 1 and 100, got {args.k}", file=sys.stderr)
         return 2
     try:
         vault = Vault(args.vault, inclusions=args.include, exclusions=args.exclude)
-    except ValueError as exc:
+        expander = QueryExpander(openai_chat_model(args.chat_model)) if args.expand else None
+    except (ValueError, UsageError) as exc:
         print(f"vaultsearch: {exc}", file=sys.stderr)
         return 2
-    retriever = TieredLexicalRetriever(vault=vault, k=args.k)
+    retriever = TieredLexicalRetriever(vault=vault, k=args.k, query_expander=expander)
     documents = retriever.invoke(query)
     expansion = retriever.last_query_expansion
     if args.json:
@@ -67,9 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(payload, ensure_ascii=False, indent=2))
         return 0
     if args.explain and expansion is not None:
-        print(f"salient terms: {', '.join(expansion.salient_terms) or '(none)'}")
-        print(f"recall terms:  {', '.join(expansion.recall_terms())}")
-        print(f"expansion:     {expansion.source}\n")
+        print(_expansion_summary(expansion) + "\n")
     if not documents:
         print(f"No results for {query!r} in {args.vault}")
         return 0
@@ -79,6 +103,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         for rank, doc in enumerate(documents, start=1):
             print(f"{rank:>3}. {doc.id}\n{_explain(doc.metadata['explanation'])}")
     return 0
+
+
+def openai_chat_model(model: str) -> BaseChatModel:
+    """The chat model `--expand` uses: OpenAI, the default provider (DESIGN decision 8).
+
+    Raises:
+        UsageError: without `OPENAI_API_KEY`, without langchain-openai, or when the client
+            rejects its settings.
+    """
+    if not os.environ.get("OPENAI_API_KEY"):
+        msg = "--expand needs OPENAI_API_KEY in the environment (or leave out --expand)"
+        raise UsageError(msg)
+    try:
+        from langchain_openai import ChatOpenAI
+    except ImportError:
+        msg = "--expand needs langchain-openai: pip install 'langchain-vaultsearch[openai]'"
+        raise UsageError(msg) from None
+    try:
+        return ChatOpenAI(model=model)
+    except Exception as exc:
+        msg = f"cannot set up the chat model {model!r}: {exc}"
+        raise UsageError(msg) from None
+
+
+def _expansion_summary(expansion: ExpandedQuery) -> str:
+    rows = [
+        ("salient terms", ", ".join(expansion.salient_terms) or "(none)"),
+        ("queries", " | ".join(expansion.queries) or "(none)"),
+        ("expanded terms", ", ".join(expansion.expanded_terms) or "(none)"),
+        ("recall terms", ", ".join(expansion.recall_terms()) or "(none)"),
+        ("expansion", expansion.source),
+    ]
+    return "\n".join(f"{label + ':':<16}{value}" for label, value in rows)
 
 
 def _document_json(doc: Document, *, explain: bool) -> dict[str, Any]:
@@ -114,6 +171,8 @@ def _fit(text: str, width: int) -> str:
 
 def _explain(explanation: dict[str, Any]) -> str:
     lines = []
+    if explanation.get("expansionOnly"):
+        lines.append("       found only through the query expansion")
     matches = explanation.get("lexicalMatches") or []
     fields: dict[str, list[str]] = {}
     for match in matches:

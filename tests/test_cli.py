@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 
+from langchain_vaultsearch import cli
 from langchain_vaultsearch.cli import main
+from tests.conftest import write_vault
+from tests.fake_models import PIANO_REPLY, ScriptedChatModel
 
 
 def test_table_lists_ranked_notes(vault_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,7 +37,7 @@ def test_explain_shows_terms_and_fields(
 ) -> None:
     assert main(["search", "--vault", str(vault_dir), "--explain", "#project/alpha deploy"]) == 0
     out = capsys.readouterr().out
-    assert "salient terms: deploy, #project/alpha" in out
+    assert "salient terms:  deploy, #project/alpha" in out
     assert "tags: #project/alpha" in out
     assert "raw score" in out
 
@@ -54,3 +59,121 @@ def test_bad_arguments_exit_2(
 ) -> None:
     assert main(["search", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- --expand
+
+EXPAND_VAULT = {
+    "Piano/Lesson 1.md": "# Lesson 1\n\nPiano scales and notes on posture.\n",
+    "Music/Sheet Music.md": "# Sheet music\n\nScores bought in Vienna.\n",
+}
+
+
+@pytest.fixture
+def expand_vault(tmp_path: Path) -> Path:
+    return write_vault(tmp_path / "vault", dict(EXPAND_VAULT))
+
+
+@pytest.fixture
+def fake_chat_model(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replace the OpenAI model with a fake answering seed 001's piano example."""
+    requested: list[str] = []
+
+    def fake(model: str) -> BaseChatModel:
+        requested.append(model)
+        return ScriptedChatModel(responses=[PIANO_REPLY])
+
+    monkeypatch.setattr(cli, "openai_chat_model", fake)
+    return requested
+
+
+def test_expand_explain_shows_the_expansion_and_the_notes_it_found(
+    expand_vault: Path, fake_chat_model: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["search", "--vault", str(expand_vault), "--expand", "--explain", "find my piano notes"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "salient terms:  piano, notes" in out
+    assert "queries:        find my piano notes | piano lesson notes | piano practice sheets" in out
+    assert "expanded terms: music, sheet, practice, lesson" in out
+    assert "expansion:      llm" in out
+    rows = [line.split() for line in out.splitlines()]
+    table = [row[1] for row in rows if row and row[0].isdigit()]
+    assert table == ["Piano/Lesson", "Music/Sheet"]
+    assert "found only through the query expansion" in out
+    assert fake_chat_model == [cli.DEFAULT_CHAT_MODEL]
+
+
+def test_expand_json_carries_the_expansion(
+    expand_vault: Path, fake_chat_model: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "search",
+        "--vault",
+        str(expand_vault),
+        "--expand",
+        "--json",
+        "--explain",
+        "my piano notes",
+    ]
+    assert main(argv) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["queryExpansion"]["source"] == "llm"
+    assert payload["queryExpansion"]["expandedTerms"] == ["music", "sheet", "practice", "lesson"]
+
+
+def test_chat_model_from_option_or_environment(
+    expand_vault: Path,
+    fake_chat_model: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ["search", "--vault", str(expand_vault), "--expand"]
+    assert main([*base, "--chat-model", "gpt-test", "piano"]) == 0
+    monkeypatch.setenv(cli.CHAT_MODEL_ENV, "gpt-from-env")
+    assert main([*base, "piano"]) == 0
+    assert fake_chat_model == ["gpt-test", "gpt-from-env"]
+    capsys.readouterr()
+
+
+def test_expand_without_api_key_is_a_one_line_error(
+    expand_vault: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["search", "--vault", str(expand_vault), "--expand", "piano"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        "vaultsearch: --expand needs OPENAI_API_KEY in the environment (or leave out --expand)"
+    ]
+
+
+def test_expand_without_langchain_openai_is_a_one_line_error(
+    expand_vault: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setitem(sys.modules, "langchain_openai", None)  # import fails
+    assert main(["search", "--vault", str(expand_vault), "--expand", "piano"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "vaultsearch: --expand needs langchain-openai: pip install 'langchain-vaultsearch[openai]'"
+    ]
+
+
+# langchain-openai creates (never connects) a socket at construction to probe its options.
+@pytest.mark.enable_socket
+def test_openai_chat_model_is_built_with_the_requested_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model = cli.openai_chat_model("gpt-4.1-mini")
+    assert type(model).__name__ == "ChatOpenAI"
+    assert model.model_name == "gpt-4.1-mini"  # type: ignore[attr-defined]
+
+
+def test_without_expand_no_model_is_built(
+    expand_vault: Path, fake_chat_model: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["search", "--vault", str(expand_vault), "--explain", "piano"]) == 0
+    assert fake_chat_model == []
+    assert "expansion:      fallback" in capsys.readouterr().out

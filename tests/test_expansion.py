@@ -12,11 +12,13 @@ import pytest
 
 from langchain_vaultsearch.search.expansion import (
     EMPTY_EXPANSION,
+    AsyncQueryExpanderLike,
     ExpandedQuery,
     QueryExpanderLike,
     extract_salient_terms,
     fallback_expansion,
     note_mentions,
+    strip_tags,
 )
 
 # --------------------------------------------------------------------------- extract_salient_terms
@@ -152,6 +154,30 @@ def test_longer_tag_first_leaves_no_fragment() -> None:
     assert extract_salient_terms("#project and #pro") == ["#project", "#pro"]
 
 
+@pytest.mark.parametrize(
+    ("min_length", "expected"),
+    [
+        (1, ["x", "ai", "ethics", "学", "笔记"]),
+        (2, ["ai", "ethics", "学", "笔记"]),
+        (3, ["ethics", "学", "笔记"]),
+    ],
+)
+def test_min_length_applies_to_words_not_cjk(min_length: int, expected: list[str]) -> None:
+    assert extract_salient_terms("x ai ethics 学 笔记", min_length) == expected
+    assert fallback_expansion("x ai ethics 学 笔记", min_length).salient_terms == tuple(expected)
+
+
+def test_strip_tags_blanks_only_the_given_whole_tags() -> None:
+    text = "deploy #project/alpha and #pro, not #project/beta"
+    assert strip_tags(text, ["#project/alpha", "#pro"]).split() == [
+        "deploy",
+        "and",
+        ",",
+        "not",
+        "#project/beta",
+    ]
+
+
 # --------------------------------------------------------------------------- fallback_expansion
 
 
@@ -246,8 +272,14 @@ def test_query_expander_protocol_is_runtime_checkable() -> None:
     class NotAnExpander:
         pass
 
+    class AsyncExpander(Expander):
+        async def aexpand(self, query: str) -> ExpandedQuery:
+            return fallback_expansion(query)
+
     assert isinstance(Expander(), QueryExpanderLike)
     assert not isinstance(NotAnExpander(), QueryExpanderLike)
+    assert not isinstance(Expander(), AsyncQueryExpanderLike)
+    assert isinstance(AsyncExpander(), AsyncQueryExpanderLike)
 
 
 # --------------------------------------------------------------------------- note_mentions

@@ -22,6 +22,7 @@ from langchain_vaultsearch.search.core import (
     NoteIdRank,
     SearchCore,
     SearchOptions,
+    SearchResult,
 )
 from langchain_vaultsearch.search.expansion import ExpandedQuery, QueryExpanderLike, note_mentions
 from langchain_vaultsearch.search.scoring import NormalizationMethod
@@ -43,6 +44,8 @@ class TieredLexicalRetriever(BaseRetriever):
         k: results per query (1..100, default 30); also `invoke(query, k=5)`.
         min_similarity_score: a result is `includeInContext` when its raw score is at
             least this share of the best raw score (0 keeps every result).
+        query_expander: a `QueryExpander` (chat model) for recall from alternative
+            phrasings and related terms; ranking stays with the query's salient terms.
 
     Instantiate:
         .. code-block:: python
@@ -91,7 +94,9 @@ class TieredLexicalRetriever(BaseRetriever):
     pre_expanded_query: ExpandedQuery | None = Field(default=None, exclude=True)
     """Use this expansion instead of expanding each query."""
     query_expander: QueryExpanderLike | None = Field(default=None, exclude=True, repr=False)
-    """An LLM query expander; without one, salient terms come from the query itself."""
+    """An LLM query expander (e.g. `QueryExpander`): its salient terms rank, its
+    alternative phrasings and related terms only add notes below those the query's own
+    terms find. Without one, salient terms come from the query itself."""
     persist_index: bool = True
     """Save the index in `<vault>/.vaultsearch/` (vaults of 500+ notes) for fast restarts."""
 
@@ -131,7 +136,8 @@ class TieredLexicalRetriever(BaseRetriever):
         k: int | None = None,
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
-        return self._search(query, k, salient_terms)
+        result = self._core.retrieve(query, self._options(query, k, salient_terms))
+        return self._documents(result)
 
     async def _aget_relevant_documents(
         self,
@@ -141,17 +147,18 @@ class TieredLexicalRetriever(BaseRetriever):
         k: int | None = None,
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
-        # Scanning and ranking are CPU and file work: run them off the event loop.
-        return await asyncio.to_thread(self._search, query, k, salient_terms)
+        # The expander's model call is awaited; file and CPU work runs in threads.
+        result = await self._core.aretrieve(query, self._options(query, k, salient_terms))
+        return await asyncio.to_thread(self._documents, result)
 
-    def _search(
+    def _options(
         self, query: str, k: int | None, salient_terms: Sequence[str] | None
-    ) -> list[Document]:
+    ) -> SearchOptions:
         if k is not None and not MAX_RESULTS_RANGE[0] <= k <= MAX_RESULTS_RANGE[1]:
             msg = f"k must be between {MAX_RESULTS_RANGE[0]} and {MAX_RESULTS_RANGE[1]}, got {k}"
             raise ValueError(msg)
         extra = [*self.salient_terms, *(salient_terms or ()), *note_mentions(query or "")]
-        options = SearchOptions(
+        return SearchOptions(
             max_results=k or self.k,
             candidate_limit=self.candidate_limit,
             salient_terms=tuple(dict.fromkeys(extra)),
@@ -160,7 +167,8 @@ class TieredLexicalRetriever(BaseRetriever):
             pre_expanded_query=self.pre_expanded_query,
             normalization=self.normalization,
         )
-        result = self._core.retrieve(query, options)
+
+    def _documents(self, result: SearchResult) -> list[Document]:
         with self._lock:
             self._last_expansion = result.expansion
         documents = self._to_documents(result.results)

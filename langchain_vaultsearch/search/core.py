@@ -1,13 +1,15 @@
 """SearchCore: one lexical query, end to end, with no LangChain types.
 
-expand -> recall terms -> recall (whole vault) -> chunks -> BM25+ per field ->
-folder/graph boost -> normalise -> note-diverse top-K. Any failure inside falls back to
+expand -> recall (whole vault; the query's own terms, then the expansion's extras) ->
+chunks -> BM25+ per field with the salient terms -> folder/graph boost -> normalise ->
+note-diverse top-K. Any failure inside falls back to
 recall-only ranking, logged, never raised: a search box that throws is worse than one
 that ranks plainly.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import threading
@@ -18,11 +20,13 @@ from langchain_vaultsearch.search.boosts import apply_folder_boost, apply_graph_
 from langchain_vaultsearch.search.chunk_store import ChunkStore
 from langchain_vaultsearch.search.expansion import (
     EMPTY_EXPANSION,
+    AsyncQueryExpanderLike,
     ExpandedQuery,
     QueryExpanderLike,
+    extract_salient_terms,
     fallback_expansion,
 )
-from langchain_vaultsearch.search.fulltext import rank_chunks
+from langchain_vaultsearch.search.fulltext import LexicalHit, rank_chunks
 from langchain_vaultsearch.search.index_cache import load_index, save_index
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scoring import (
@@ -45,6 +49,9 @@ SAVE_AFTER_NOTES = 200
 FREEZE_AFTER_NOTES = 1000
 MAX_RESULTS_RANGE = (1, 100)
 CANDIDATE_LIMIT_RANGE = (10, 1000)
+# Notes only the expansion found score at most this share of the weakest note the query's
+# own terms found: they are leads, not matches.
+EXPANSION_ONLY_CEILING = 0.5
 
 
 @dataclass(frozen=True)
@@ -199,6 +206,15 @@ class SearchCore:
             return self.query_expander.expand(query)
         return fallback_expansion(query)
 
+    async def aexpand(self, query: str, options: SearchOptions) -> ExpandedQuery:
+        """Async twin of `expand`: an expander's `aexpand` is awaited when it has one."""
+        expander = self.query_expander
+        if options.pre_expanded_query is not None or expander is None:
+            return self.expand(query, options)
+        if isinstance(expander, AsyncQueryExpanderLike):
+            return await expander.aexpand(query)
+        return await asyncio.to_thread(expander.expand, query)
+
     def retrieve(self, query: str, options: SearchOptions | None = None) -> SearchResult:
         """Rank the vault's chunks for a query.
 
@@ -209,19 +225,59 @@ class SearchCore:
         Returns:
             Ranked chunks, best first, and the expansion used.
         """
-        query = (query or "").strip()[:MAX_QUERY_CHARS].strip()
+        query = _clean_query(query)
         if not query:
             return SearchResult([], EMPTY_EXPANSION)
         opts = (options or SearchOptions()).clamped()
-        expansion = fallback_expansion(query)
+        try:
+            expansion = self.expand(query, opts)
+        except Exception:
+            logger.exception("Query expansion failed for %r; using the query's own terms", query)
+            expansion = fallback_expansion(query)
+        return self.retrieve_expanded(query, expansion, opts)
+
+    async def aretrieve(self, query: str, options: SearchOptions | None = None) -> SearchResult:
+        """Async twin of `retrieve`: the expansion is awaited, ranking runs in a thread.
+
+        Args:
+            query: the query, as for `retrieve`.
+            options: per-query options (clamped).
+
+        Returns:
+            As `retrieve`.
+        """
+        query = _clean_query(query)
+        if not query:
+            return SearchResult([], EMPTY_EXPANSION)
+        opts = (options or SearchOptions()).clamped()
+        try:
+            expansion = await self.aexpand(query, opts)
+        except Exception:
+            logger.exception("Query expansion failed for %r; using the query's own terms", query)
+            expansion = fallback_expansion(query)
+        # Scanning and ranking are CPU and file work: keep them off the event loop.
+        return await asyncio.to_thread(self.retrieve_expanded, query, expansion, opts)
+
+    def retrieve_expanded(
+        self, query: str, expansion: ExpandedQuery, options: SearchOptions
+    ) -> SearchResult:
+        """Rank with an expansion already made (the step after `expand`/`aexpand`).
+
+        Args:
+            query: the trimmed query.
+            expansion: its expansion.
+            options: clamped options.
+
+        Returns:
+            Ranked chunks, best first, and the expansion.
+        """
         try:
             self.sync()
-            expansion = self.expand(query, opts)
-            return SearchResult(self._rank(query, expansion, opts), expansion)
+            return SearchResult(self._rank(query, expansion, options), expansion)
         except Exception:
             logger.exception("Lexical search failed for %r; falling back to recall order", query)
         try:
-            hits = self.recall.candidates([query], opts.max_results)
+            hits = self.recall.candidates([query], options.max_results)
         except Exception:
             logger.exception("Recall fallback failed for %r", query)
             return SearchResult([], expansion)
@@ -234,40 +290,38 @@ class SearchCore:
         )
 
     def _rank(self, query: str, expansion: ExpandedQuery, opts: SearchOptions) -> list[NoteIdRank]:
+        """Two tiers: notes recalled by the query itself, then notes only the expansion found.
+
+        Tier one is exactly the search the salient terms make on their own: recalled with
+        the query and its salient terms, ranked by the salient terms. Tier two
+        holds the notes only the alternative phrasings or related terms recalled; most of
+        them contain no salient term and would score nothing, so they are ranked by the
+        expansion's terms and placed below tier one. The expansion can thus add notes
+        but never reorder or crowd out the notes the query's own terms find.
+        """
         salient = list(dict.fromkeys([*expansion.salient_terms, *opts.salient_terms]))
-        recall_terms = list(
-            dict.fromkeys([*expansion.recall_terms(), *(t.lower() for t in salient)])
-        )
-        with self._sync_lock:
-            candidates = self.recall.candidates(recall_terms, opts.candidate_limit)
-        chunks = []
-        for path, _score in candidates:
-            info = self.vault.get(path)
-            if info is not None:
-                chunks.extend(self.chunks.chunks_for(info))
+        found, widened = self._recall(query, expansion, salient, opts.candidate_limit)
         # Enough hits that one long note cannot fill the list before note diversity applies.
         limit = max(3 * RETURN_ALL_LIMIT, opts.max_results * 3)
-        hits = rank_chunks(chunks, salient or [query], self.recall.vocabulary, limit)
-        if not hits:
+        tier_one = self._score(found, salient or [query], limit, opts)
+        variant_terms = [t for q in expansion.expanded_queries for t in extract_salient_terms(q)]
+        expansion_terms = [*salient, *expansion.expanded_terms, *variant_terms]
+        tier_two = self._score(widened, expansion_terms, limit, opts)
+        for _hit, explanation in tier_two:
+            explanation["expansionOnly"] = True
+        if tier_one and tier_two:
+            ceiling = EXPANSION_ONLY_CEILING * min(hit.score for hit, _ in tier_one)
+            top = max(hit.score for hit, _ in tier_two)
+            for hit, _explanation in tier_two:
+                hit.score *= ceiling / top
+        scored = [*tier_one, *tier_two]
+        if not scored:
             return []
-        folder_boosts: dict[str, dict[str, Any]] = {}
-        graph_boosts: dict[str, dict[str, Any]] = {}
-        if opts.enable_lexical_boosts:
-            folder_boosts = apply_folder_boost(hits, self.vault.folder_sizes())
-            graph_boosts = apply_graph_boost(hits, self.vault)
-        normalised = normalize_scores([hit.score for hit in hits], opts.normalization)
+        normalised = normalize_scores([hit.score for hit, _ in scored], opts.normalization)
         ranked = []
-        for hit, final in zip(hits, normalised, strict=True):
-            explanation: dict[str, Any] = {
-                "lexicalMatches": hit.matches,
-                "baseScore": hit.score,
-                "finalScore": final,
-            }
-            folder = folder_of(hit.note_path)
-            if folder in folder_boosts:
-                explanation["folderBoost"] = folder_boosts[folder]
-            if hit.note_path in graph_boosts:
-                explanation["graphConnections"] = graph_boosts[hit.note_path]
+        for (hit, explanation), final in zip(scored, normalised, strict=True):
+            explanation["baseScore"] = hit.score
+            explanation["finalScore"] = final
             ranked.append(NoteIdRank(hit.id, final, "fulltext", explanation))
         ranked.sort(key=lambda r: r.score, reverse=True)
         return select_diverse_top_k(
@@ -276,6 +330,54 @@ class SearchCore:
             score=lambda r: r.score,
             note=lambda r: note_path_from_chunk_id(r.id),
         )
+
+    def _recall(
+        self, query: str, expansion: ExpandedQuery, salient: list[str], limit: int
+    ) -> tuple[list[str], list[str]]:
+        """Notes the query's own terms recall, and the further notes only the expansion does.
+
+        The expansion only gets the candidate slots the query's own terms leave free.
+        """
+        own_terms = _lowered([query, *salient])
+        all_terms = _lowered([*expansion.recall_terms(), *salient])
+        with self._sync_lock:
+            found = [path for path, _score in self.recall.candidates(own_terms, limit)]
+            room = limit - len(found)
+            if room <= 0 or not set(all_terms) - set(own_terms):
+                return found, []
+            widened = self.recall.candidates(all_terms, limit)
+        known = set(found)
+        return found, [path for path, _score in widened if path not in known][:room]
+
+    def _score(
+        self, paths: list[str], terms: list[str], limit: int, opts: SearchOptions
+    ) -> list[tuple[LexicalHit, dict[str, Any]]]:
+        """BM25+ over the notes' chunks, then the folder and graph boosts among them."""
+        chunks = []
+        for path in paths:
+            info = self.vault.get(path)
+            if info is not None:
+                chunks.extend(self.chunks.chunks_for(info))
+        hits = rank_chunks(chunks, terms, self.recall.vocabulary, limit)
+        explanations: list[dict[str, Any]] = [{"lexicalMatches": hit.matches} for hit in hits]
+        if hits and opts.enable_lexical_boosts:
+            folder_boosts = apply_folder_boost(hits, self.vault.folder_sizes())
+            graph_boosts = apply_graph_boost(hits, self.vault)
+            for hit, explanation in zip(hits, explanations, strict=True):
+                folder = folder_of(hit.note_path)
+                if folder in folder_boosts:
+                    explanation["folderBoost"] = folder_boosts[folder]
+                if hit.note_path in graph_boosts:
+                    explanation["graphConnections"] = graph_boosts[hit.note_path]
+        return list(zip(hits, explanations, strict=True))
+
+
+def _clean_query(query: str) -> str:
+    return (query or "").strip()[:MAX_QUERY_CHARS].strip()
+
+
+def _lowered(terms: list[str]) -> list[str]:
+    return list(dict.fromkeys(t.strip().lower() for t in terms if t.strip()))
 
 
 def _freeze_long_lived_objects() -> None:

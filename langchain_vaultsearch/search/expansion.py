@@ -10,6 +10,7 @@ yields terms. An LLM `QueryExpander` plugs in through the `QueryExpanderLike` pr
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -108,7 +109,16 @@ class QueryExpanderLike(Protocol):
         ...
 
 
-def extract_salient_terms(query: str) -> list[str]:
+@runtime_checkable
+class AsyncQueryExpanderLike(QueryExpanderLike, Protocol):
+    """An expander with an async twin, so `ainvoke` waits on the LLM without a thread."""
+
+    async def aexpand(self, query: str) -> ExpandedQuery:
+        """Expand one query without blocking the event loop; must not raise."""
+        ...
+
+
+def extract_salient_terms(query: str, min_length: int = MIN_TERM_LENGTH) -> list[str]:
     """Topic terms of a query without an LLM.
 
     Tags are kept whole as typed (lowercased), words lose stop words and search verbs,
@@ -117,41 +127,51 @@ def extract_salient_terms(query: str) -> list[str]:
 
     Args:
         query: the user's query.
+        min_length: shortest word kept; CJK bigrams and single CJK characters are words
+            in their own right and are kept whatever it says.
 
     Returns:
         Distinct terms in query order.
     """
     tags = extract_tags_from_query(query)
     text = _MENTION.sub(lambda m: " " + m.group(1).replace("|", " ").replace("#", " ") + " ", query)
-    found = set(tags)
-    text = TAG_PATTERN.sub(
-        lambda m: " " if m.group(0).rstrip("/").lower() in found else m.group(0), text
-    )
+    text = strip_tags(text, tags)
     terms: list[str] = []
     for match in _WORD.finditer(text.lower()):
         word = match.group(0)
         if contains_cjk(word):
-            terms.extend(_cjk_terms(word))
+            terms.extend(_cjk_terms(word, min_length))
             continue
-        terms.extend(_word_terms(word))
+        terms.extend(_word_terms(word, min_length))
     return list(dict.fromkeys([*terms, *tags]))
 
 
-def _word_terms(word: str) -> list[str]:
-    if word in STOP_WORDS or len(word) < MIN_TERM_LENGTH:
+def strip_tags(text: str, tags: Collection[str]) -> str:
+    """Blank the spans of the given (lowercased) tags, leaving their words elsewhere.
+
+    A tag's words are not terms of the query unless they also stand alone: "#project/alpha"
+    asks for the tag, not for every note that says "alpha". Only whole tag spans go, so
+    "#pro" does not eat "#project".
+    """
+    wanted = set(tags)
+    return TAG_PATTERN.sub(
+        lambda m: " " if m.group(0).rstrip("/").lower() in wanted else m.group(0), text
+    )
+
+
+def _word_terms(word: str, min_length: int) -> list[str]:
+    if word in STOP_WORDS or len(word) < min_length:
         return []
     terms = [word]
     if "-" in word:
-        terms.extend(
-            p for p in word.split("-") if len(p) >= MIN_TERM_LENGTH and p not in STOP_WORDS
-        )
+        terms.extend(p for p in word.split("-") if len(p) >= min_length and p not in STOP_WORDS)
     return terms
 
 
-def _cjk_terms(word: str) -> list[str]:
+def _cjk_terms(word: str, min_length: int) -> list[str]:
     terms: list[str] = []
     for piece in re.split(CJK_RUN, word):
-        terms.extend(_word_terms(piece) if piece else [])
+        terms.extend(_word_terms(piece, min_length) if piece else [])
     for run in CJK_RUN.findall(word):
         if len(run) == 1:
             if run not in CJK_STOP_CHARS:
@@ -165,15 +185,23 @@ def _cjk_terms(word: str) -> list[str]:
     return terms
 
 
-def fallback_expansion(query: str) -> ExpandedQuery:
-    """The no-LLM expansion: the query itself for recall, its salient terms for ranking."""
+def fallback_expansion(query: str, min_length: int = MIN_TERM_LENGTH) -> ExpandedQuery:
+    """The no-LLM expansion: the query itself for recall, its salient terms for ranking.
+
+    Args:
+        query: the user's query.
+        min_length: shortest word kept as a salient term (see `extract_salient_terms`).
+
+    Returns:
+        The expansion, `source="fallback"`; `EMPTY_EXPANSION` for a blank query.
+    """
     cleaned = query.strip()
     if not cleaned:
         return EMPTY_EXPANSION
     return ExpandedQuery(
         original_query=cleaned,
         queries=(cleaned,),
-        salient_terms=tuple(extract_salient_terms(cleaned)),
+        salient_terms=tuple(extract_salient_terms(cleaned, min_length)),
         source="fallback",
     )
 
