@@ -26,7 +26,7 @@ demo: $(VENV)/.installed  ## search the bundled sample vault
 	$(BIN)/vaultsearch search --vault "$(VAULT)" --k 10 "$(QUERY)"
 
 test: $(VENV)/.installed-dev  ## run the whole test suite
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests integration_tests -q -rs
 
 lint: $(VENV)/.installed-dev  ## ruff and mypy
 	$(BIN)/ruff check .
