@@ -561,3 +561,36 @@ def test_bm25_plus_matches_rank_bm25(term: str) -> None:
     ours = bm25_plus(len(holders), len(corpus), lengths[holders], float(lengths.mean()))
     expected = reference.get_scores([term])[holders]
     np.testing.assert_allclose(ours, expected, rtol=1e-12)
+
+
+def test_chunks_reuse_the_vaults_parse_unless_the_file_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_vaultsearch.search import chunk_store as chunk_store_module
+
+    long_section = "words " * 700  # two sections too long to share one 6,000-char chunk
+    write(tmp_path, {"note.md": f"# First\n\n{long_section}\n\n# Second\n\n{long_section}\n"})
+    vault = Vault(tmp_path)
+    vault.refresh()
+    info = vault.get("note.md")
+    assert info is not None
+    parses: list[str] = []
+    original = chunk_store_module.parse_note
+
+    def counting(text: str) -> object:
+        parses.append(text)
+        return original(text)
+
+    monkeypatch.setattr(chunk_store_module, "parse_note", counting)
+    chunks = ChunkStore(vault).chunks_for(info)
+    assert [c.chunk.heading for c in chunks] == ["First", "Second"]
+    assert parses == []
+    # Edited after the vault's last refresh: the record's heading offsets no longer fit.
+    rewrite(
+        tmp_path / "note.md",
+        "# Third\n\ncharlie\n",
+        (tmp_path / "note.md").stat().st_mtime_ns + 10**10,
+    )
+    chunks = ChunkStore(vault).chunks_for(info)
+    assert [c.chunk.heading for c in chunks] == ["Third"]
+    assert len(parses) == 1

@@ -83,8 +83,8 @@ class ChunkStore:
             if cached is not None and cached[0] == stamp:
                 self._cache.move_to_end(info.path)
                 return cached[1]
-        text = self._vault.read_text(info.path)
-        chunks = [] if text is None else self._index(info, text)
+        read = self._vault.read_recorded(info)
+        chunks = [] if read is None else self._index(info, *read)
         cost = sum(len(c.chunk.content) + _TERM_BYTES * len(c.terms["body"]) for c in chunks)
         with self._lock:
             previous = self._cache.pop(info.path, None)
@@ -98,8 +98,8 @@ class ChunkStore:
                     self._used -= evicted
         return chunks
 
-    def _index(self, info: NoteInfo, text: str) -> list[IndexedChunk]:
-        parsed = parse_note(text)
+    def _index(self, info: NoteInfo, text: str, unchanged: bool) -> list[IndexedChunk]:
+        parsed = info.parsed if unchanged else parse_note(text)
         chunks = chunk_note(
             info.path, text, parsed.headings, parsed.body_start, max_chars=self._max_chars
         )

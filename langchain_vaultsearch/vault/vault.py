@@ -380,6 +380,31 @@ class Vault:
         except OSError:
             return None
 
+    def read_recorded(self, info: NoteInfo) -> tuple[str, bool] | None:
+        """Read a note and tell whether the file is still the one `info` was parsed from.
+
+        Chunking needs heading offsets; when the file's mtime and size still match the
+        record, `info.parsed` describes this very text and need not be parsed again.
+
+        Args:
+            info: the note's record.
+
+        Returns:
+            `(text, unchanged)`, or None when the note cannot be read.
+        """
+        abs_path = self.safe_path(info.path)
+        if abs_path is None:
+            return None
+        try:
+            with open(abs_path, "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                text = decode_note(handle.read(self.max_note_bytes + 1))
+        except OSError:
+            return None
+        with self._lock:
+            recorded = self._stamps.get(info.path) if self._notes.get(info.path) is info else None
+        return text, recorded == (stat.st_mtime_ns, stat.st_size)
+
     def safe_path(self, path: str) -> Path | None:
         """Map a vault-relative path to a file path only if it stays inside the vault.
 
