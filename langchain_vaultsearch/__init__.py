@@ -12,6 +12,7 @@ from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.search.core import SearchCore, SearchOptions
 from langchain_vaultsearch.search.expansion import ExpandedQuery, fallback_expansion
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
+from langchain_vaultsearch.time_ranges import TimeRange, parse_time_expression
 from langchain_vaultsearch.vault.vault import Vault
 
 __all__ = [
@@ -22,10 +23,12 @@ __all__ = [
     "SearchCore",
     "SearchOptions",
     "TieredLexicalRetriever",
+    "TimeRange",
     "Vault",
     "build_local_search_context",
     "fallback_expansion",
     "format_local_search_context",
+    "parse_time_expression",
     "sanitize_for_citations",
     "tokenize_mixed",
 ]
