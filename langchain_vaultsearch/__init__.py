@@ -8,6 +8,7 @@ from langchain_vaultsearch.context.local_search import (
     build_local_search_context,
     format_local_search_context,
 )
+from langchain_vaultsearch.filters import FilterResult, FilterRetriever
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.search.core import SearchCore, SearchOptions
 from langchain_vaultsearch.search.expansion import ExpandedQuery, fallback_expansion
@@ -19,6 +20,8 @@ __all__ = [
     "ContextOptions",
     "ContextSource",
     "ExpandedQuery",
+    "FilterResult",
+    "FilterRetriever",
     "LocalSearchContext",
     "SearchCore",
     "SearchOptions",
