@@ -9,6 +9,7 @@ from langchain_vaultsearch.context.local_search import (
     format_local_search_context,
 )
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
+from langchain_vaultsearch.merge import MergedResults, merge_filter_and_search_results
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.search.core import SearchCore, SearchOptions
 from langchain_vaultsearch.search.expansion import ExpandedQuery, fallback_expansion
@@ -23,6 +24,7 @@ __all__ = [
     "FilterResult",
     "FilterRetriever",
     "LocalSearchContext",
+    "MergedResults",
     "SearchCore",
     "SearchOptions",
     "TieredLexicalRetriever",
@@ -31,6 +33,7 @@ __all__ = [
     "build_local_search_context",
     "fallback_expansion",
     "format_local_search_context",
+    "merge_filter_and_search_results",
     "parse_time_expression",
     "sanitize_for_citations",
     "tokenize_mixed",
