@@ -227,9 +227,14 @@ class TimeRange:
         """Whether any part of a local calendar day lies in the range.
 
         Daily notes and date-only properties (`created: 2024-01-08`) name a whole day, so
-        they belong to a range that covers any part of that day.
+        they belong to a range that covers any part of that day. Days at the very ends of
+        the calendar (years 1 and 9999), which have no local midnight in some time zones,
+        lie in no range: a note named `0001-01-01` must not break a query.
         """
-        return _start_of(day) <= self.end and self.start <= _end_of(day)
+        try:
+            return _start_of(day) <= self.end and self.start <= _end_of(day)
+        except (ValueError, OverflowError):
+            return False
 
     def last_days(self, days: float) -> TimeRange:
         """The same range, shortened to at most its last `days` days.

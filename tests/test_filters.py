@@ -340,6 +340,21 @@ def test_frontmatter_created_and_date_count(tmp_path: Path) -> None:
     assert paths(docs) == ["date-time.md", "date-dots.md", "created.md", "date-text.md", "list.md"]
 
 
+def test_dates_at_the_ends_of_the_calendar_do_not_break_a_query(tmp_path: Path) -> None:
+    notes = {
+        "0001-01-01.md": "first day",
+        "9999-12-31.md": "last day",
+        "early.md": "---\ncreated: 0001-01-01\ndate: 0001-01-01 00:00:00\n---\n",
+        "late.md": "---\ncreated: 9999-12-31\ndate: '9999-12-31T23:59:59'\n---\n",
+        "Daily/2024-01-10.md": "log",
+    }
+    dated_vault(tmp_path, notes, {})
+    docs = FilterRetriever(vault_path=str(tmp_path)).get_relevant_documents(
+        "?", last_week(), now=NOW
+    )
+    assert paths(docs) == ["Daily/2024-01-10.md"]
+
+
 def test_old_notes_in_a_long_range_get_the_floor_score(tmp_path: Path) -> None:
     dated_vault(tmp_path, {"a.md": "a"}, {"a.md": datetime(2023, 8, 1, 12)})
     docs = FilterRetriever(vault_path=str(tmp_path)).get_relevant_documents(
