@@ -125,7 +125,7 @@ class FilterRetriever(BaseModel):
     Documents: `Document.id` = note path; `page_content` = the note as stored; metadata
     `path`, `title`, `score`, `rerank_score`, `source` (`title-match`, `tag-match`,
     `time-filtered`), `engine` (`filter`), `includeInContext` (True), `mtime`, `ctime`
-    (epoch ms), `tags`, `isChunk` (False).
+    (epoch ms), `tags`, `isChunk` (False), `isFilterResult` (True), `matchType` (= source).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -308,6 +308,10 @@ class FilterRetriever(BaseModel):
             "ctime": info.ctime_ms,
             "tags": list(info.parsed.tags),
             "isChunk": False,
+            # What the orchestration layer marks filter documents with; set here so the
+            # documents render as <filterResults> in any context built from them.
+            "isFilterResult": True,
+            "matchType": match.source,
         }
         return Document(page_content=text, metadata=metadata, id=info.path)
 

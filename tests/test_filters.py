@@ -35,6 +35,8 @@ FILTER_KEYS = {
     "ctime",
     "tags",
     "isChunk",
+    "isFilterResult",
+    "matchType",
 }
 
 
@@ -79,6 +81,8 @@ def test_mention_returns_the_whole_note(vault_dir: Path) -> None:
     assert doc.metadata["engine"] == "filter"
     assert doc.metadata["includeInContext"] is True
     assert doc.metadata["isChunk"] is False
+    assert doc.metadata["isFilterResult"] is True
+    assert doc.metadata["matchType"] == "title-match"
     assert doc.metadata["tags"] == ["#project/alpha", "#ops"]
     info = retriever.vault.get("Projects/Alpha/Deployment.md") if retriever.vault else None
     assert info is not None

@@ -11,6 +11,7 @@ from langchain_vaultsearch import (
     MergedResults,
     TieredLexicalRetriever,
     Vault,
+    format_local_search_context,
     merge_filter_and_search_results,
 )
 
@@ -102,3 +103,21 @@ def test_filter_and_lexical_results_merge_end_to_end(vault_dir: Path) -> None:
     assert len(merged.search_results) == len(search_docs) - paths(search_docs).count(
         "Projects/Alpha/Deployment.md"
     )
+
+
+def test_merged_documents_render_filter_and_search_sections(vault_dir: Path) -> None:
+    vault = Vault(vault_dir)
+    query = "what did [[Deployment]] say about OAuth?"
+    merged = merge_filter_and_search_results(
+        FilterRetriever(vault=vault).get_relevant_documents(query),
+        TieredLexicalRetriever(vault=vault).invoke(query),
+    )
+    context = format_local_search_context([*merged.filter_results, *merged.search_results])
+    filters, _, rest = context.partition("</filterResults>")
+    search = rest.partition("</searchResults>")[0]
+    assert "<filterResults>" in filters
+    assert "<path>Projects/Alpha/Deployment.md</path>" in filters
+    assert "<matchType>title-match</matchType>" in filters
+    assert "<searchResults>" in search
+    assert "Projects/Alpha/OAuth Setup.md" in search
+    assert "Projects/Alpha/Deployment.md" not in search
