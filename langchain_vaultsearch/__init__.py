@@ -8,26 +8,35 @@ from langchain_vaultsearch.context.local_search import (
     build_local_search_context,
     format_local_search_context,
 )
+from langchain_vaultsearch.filters import FilterResult, FilterRetriever
+from langchain_vaultsearch.merge import MergedResults, merge_filter_and_search_results
 from langchain_vaultsearch.query_expander import QueryExpander
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.search.core import SearchCore, SearchOptions
 from langchain_vaultsearch.search.expansion import ExpandedQuery, fallback_expansion
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
+from langchain_vaultsearch.time_ranges import TimeRange, parse_time_expression
 from langchain_vaultsearch.vault.vault import Vault
 
 __all__ = [
     "ContextOptions",
     "ContextSource",
     "ExpandedQuery",
+    "FilterResult",
+    "FilterRetriever",
     "LocalSearchContext",
+    "MergedResults",
     "QueryExpander",
     "SearchCore",
     "SearchOptions",
     "TieredLexicalRetriever",
+    "TimeRange",
     "Vault",
     "build_local_search_context",
     "fallback_expansion",
     "format_local_search_context",
+    "merge_filter_and_search_results",
+    "parse_time_expression",
     "sanitize_for_citations",
     "tokenize_mixed",
 ]

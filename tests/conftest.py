@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -35,7 +35,7 @@ NOTES = {
 }
 
 
-def write_vault(root: Path, notes: dict[str, str | bytes]) -> Path:
+def write_vault(root: Path, notes: Mapping[str, str | bytes]) -> Path:
     """Write notes (text or raw bytes) under root and return root."""
     for rel, content in notes.items():
         path = root / rel

@@ -1,0 +1,571 @@
+"""Time ranges: what "last week" or "Q1 2024" means in the user's own calendar.
+
+A question such as "what did I work on last week?" is answered from the notes of that
+period, so the period has to be the one the user means: calendar weeks start on Monday,
+days are local days (a note written at 23:30 belongs to that evening, not to the next UTC
+day), and a month or quarter named without a year is the most recent one that has begun.
+`parse_time_expression` turns the common English phrasings into a `TimeRange`; anything it
+cannot read is `None`, never a guess, so the caller can tell the user.
+
+Where this differs from the original (`getTimeRangeMs`, reference section 18):
+
+- "last N days/weeks/months/years" ends at the end of today, not at 00:00 today, so a
+  note written this morning counts as one of the last seven days' notes.
+- "last monday" / "next friday" are that weekday of the previous / next calendar week,
+  matching "last week" / "next week"; "this friday" is the current week's.
+- A range whose yearless end comes before its start ("from december to february") ends in
+  the following year instead of being empty.
+- Numeric dates must be year first (`2024-01-10`, `2024/01/10`, `2024.01.10`):
+  `01/10/2024` means different days to different readers and is not guessed.
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import date, datetime, time, timedelta
+
+_DAY = timedelta(days=1)
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_WEEKDAYS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("monday", "mon"),
+            ("tuesday", "tue", "tues"),
+            ("wednesday", "wed"),
+            ("thursday", "thu", "thur", "thurs"),
+            ("friday", "fri"),
+            ("saturday", "sat"),
+            ("sunday", "sun"),
+        )
+    )
+    for name in names
+}
+_NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
+_UNIT_MONTHS = {"month": 1, "quarter": 3, "year": 12}
+
+_MONTH = "(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_WEEKDAY = "(?P<weekday>" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True)) + r")\.?"
+_COUNT = r"(?P<count>\d+|" + "|".join(_NUMBER_WORDS) + ")"
+_UNIT = r"(?P<unit>day|week|month|quarter|year)s?"
+_YEAR = r"(?P<year>\d{4})"
+_ORDINAL = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+
+_RELATIVE = re.compile(rf"(?:last|past|previous|prior)\s+{_COUNT}\s+{_UNIT}")
+_PAST_UNIT = re.compile(rf"past\s+{_UNIT}")
+_AGO = re.compile(rf"{_COUNT}\s+{_UNIT}\s+ago")
+_CALENDAR = re.compile(
+    r"(?P<which>last|previous|this|current|next)\s+(?P<unit>week|month|quarter|year)"
+)
+_WEEK_OF = re.compile(r"(?:the\s+)?week\s+(?:of|starting|beginning)\s+(?P<day>.+)")
+_MONTH_ALONE = re.compile(_MONTH)
+_MONTH_YEAR = re.compile(rf"{_MONTH},?\s+(?:of\s+)?{_YEAR}")
+_YEAR_MONTH = re.compile(rf"{_YEAR}\s+{_MONTH}")
+_ISO_MONTH = re.compile(r"(?P<year>\d{4})-(?P<month>\d{1,2})")
+_QUARTER = re.compile(rf"(?:q|quarter\s+)(?P<quarter>[1-4])(?:,?\s+(?:of\s+)?{_YEAR})?")
+_YEAR_QUARTER = re.compile(rf"{_YEAR}\s*-?\s*q(?P<quarter>[1-4])")
+_YEAR_ALONE = re.compile(rf"(?:(?:the\s+)?year\s+(?:of\s+)?)?{_YEAR}")
+_NUMERIC_DATE = re.compile(
+    r"(?P<year>\d{4})(?P<sep>[-/.])(?P<month>\d{1,2})(?P=sep)(?P<day>\d{1,2})"
+)
+_MONTH_DAY = re.compile(rf"{_MONTH}\s+{_ORDINAL}(?:,?\s+{_YEAR})?")
+_DAY_MONTH = re.compile(rf"(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH},?(?:\s+{_YEAR})?")
+_RELATIVE_WEEKDAY = re.compile(rf"(?:(?P<which>last|previous|this|next)\s+)?{_WEEKDAY}")
+_SINCE = re.compile(r"since\s+(?P<start>.+)")
+_RANGE_SEPARATOR = re.compile(
+    r"\s+(?:to|until|till|through|thru|and)\s+|\s*(?:\.\.|–|—)\s*|\s+-\s+"
+)
+_RANGE_PREFIX = re.compile(r"(?:from|between)\s+")
+_FILLER = re.compile(r"(?:(?:in|during|on|for|over|within)\s+)?(?:the\s+)?")
+# Chat clients prefix vault questions with "@vault"; it is not part of the period.
+_VAULT_MARKER = re.compile(r"@vault\b", re.IGNORECASE)
+_NOW_WORDS = frozenset({"now", "today", "present", "the present", "date"})
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """A span of time, both ends included, as timezone-aware local datetimes.
+
+    Aware datetimes (rather than epoch numbers) keep the calendar meaning visible, so a
+    daily note `2024-01-08.md` is compared with local days; `start_ms` / `end_ms` give the
+    epoch milliseconds that note mtimes use. Ranges built from calendar expressions run from
+    00:00 of their first day to 23:59:59.999999 of their last.
+
+    Attributes:
+        start: first instant in the range (timezone-aware).
+        end: last instant in the range (timezone-aware, not before `start`).
+        label: how the range reads to a person, e.g. the expression the user typed
+            ("last week"); it becomes the `timeRange` attribute of the LLM context.
+            Defaults to "YYYY-MM-DD to YYYY-MM-DD" in local dates.
+    """
+
+    start: datetime
+    end: datetime
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.start.tzinfo is None or self.end.tzinfo is None:
+            msg = "TimeRange needs timezone-aware datetimes; use .astimezone() on local times"
+            raise ValueError(msg)
+        if self.start > self.end:
+            msg = f"TimeRange starts after it ends: {self.start} > {self.end}"
+            raise ValueError(msg)
+        if not self.label.strip():
+            first, last = self.start.astimezone().date(), self.end.astimezone().date()
+            label = first.isoformat() if first == last else f"{first} to {last}"
+            object.__setattr__(self, "label", label)
+
+    @classmethod
+    def from_dates(cls, first: date, last: date, label: str = "") -> TimeRange:
+        """The whole local days from `first` to `last`, both included.
+
+        Args:
+            first: first day.
+            last: last day, not before `first`.
+            label: see the class attributes.
+
+        Returns:
+            The range from 00:00 of `first` to the last microsecond of `last`.
+
+        Raises:
+            ValueError: when `last` is before `first`.
+        """
+        return cls(_start_of(first), _end_of(last), label)
+
+    @classmethod
+    def from_epoch_ms(cls, start_ms: float, end_ms: float, label: str = "") -> TimeRange:
+        """A range from epoch milliseconds, as an LLM tool call or an API sends them.
+
+        Args:
+            start_ms: first instant, epoch ms, positive.
+            end_ms: last instant, epoch ms, not before `start_ms`.
+            label: see the class attributes.
+
+        Returns:
+            The range in the local time zone.
+
+        Raises:
+            ValueError: when an end is not a positive finite number or the range is reversed
+                (the original silently ignores such ranges; here the caller hears about it).
+        """
+        for name, value in (("start_ms", start_ms), ("end_ms", end_ms)):
+            if not math.isfinite(value) or value <= 0:
+                msg = f"{name} must be a positive epoch time in milliseconds, got {value!r}"
+                raise ValueError(msg)
+        try:
+            start = datetime.fromtimestamp(start_ms / 1000).astimezone()
+            end = datetime.fromtimestamp(end_ms / 1000).astimezone()
+        except (OverflowError, OSError, ValueError) as exc:
+            msg = f"Epoch milliseconds out of range: {start_ms!r}..{end_ms!r}"
+            raise ValueError(msg) from exc
+        return cls(start, end, label)
+
+    @property
+    def start_ms(self) -> float:
+        """`start` in epoch milliseconds."""
+        return self.start.timestamp() * 1000.0
+
+    @property
+    def end_ms(self) -> float:
+        """`end` in epoch milliseconds."""
+        return self.end.timestamp() * 1000.0
+
+    @property
+    def days(self) -> float:
+        """Length in days (a calendar day spans just under 1.0)."""
+        return (self.end - self.start) / _DAY
+
+    def contains(self, moment: datetime) -> bool:
+        """Whether an aware instant lies in the range (both ends included)."""
+        return self.start <= moment <= self.end
+
+    def contains_ms(self, epoch_ms: float) -> bool:
+        """Whether an instant in epoch milliseconds lies in the range."""
+        return self.start_ms <= epoch_ms <= self.end_ms
+
+    def overlaps_day(self, day: date) -> bool:
+        """Whether any part of a local calendar day lies in the range.
+
+        Daily notes and date-only properties (`created: 2024-01-08`) name a whole day, so
+        they belong to a range that covers any part of that day. Days at the very ends of
+        the calendar (years 1 and 9999), which have no local midnight in some time zones,
+        lie in no range: a note named `0001-01-01` must not break a query.
+        """
+        try:
+            return _start_of(day) <= self.end and self.start <= _end_of(day)
+        except (ValueError, OverflowError):
+            return False
+
+    def last_days(self, days: float) -> TimeRange:
+        """The same range, shortened to at most its last `days` days.
+
+        Args:
+            days: the most days to keep, positive.
+
+        Returns:
+            A range with the same end and label; `self` when it is short enough.
+
+        Raises:
+            ValueError: when `days` is not positive.
+        """
+        if days <= 0:
+            msg = f"days must be positive, got {days}"
+            raise ValueError(msg)
+        earliest = self.end - timedelta(days=days)
+        if self.start >= earliest:
+            return self
+        return TimeRange(earliest, self.end, self.label)
+
+
+@dataclass(frozen=True)
+class _Period:
+    """Whole local days matched by one expression.
+
+    `in_year` rebuilds the period for another year when the expression named none ("march",
+    "q3"), so a range can move its end to the following year.
+    """
+
+    first: date
+    last: date
+    in_year: Callable[[int], _Period] | None = None
+
+
+def parse_time_expression(text: str, now: datetime | None = None) -> TimeRange | None:
+    """Read a time expression the way the user means it, in the local calendar.
+
+    Understood (case-insensitive, an optional leading "in"/"during"/"the"): "today",
+    "yesterday", "tomorrow"; "last/past/previous N days|weeks|months|quarters|years" and
+    "past week|month|year" (ending today); "this/last/next week|month|quarter|year"
+    (calendar periods; weeks start on Monday); "week of <date>"; "N days|weeks|months|years
+    ago"; month names ("march", "mar 2024", "2024 march", "2024-03"); quarters ("Q1 2024",
+    "2024 Q1", "q3"); years ("2023", "year 2023"); days ("2024-01-10", "january 10",
+    "jan 10, 2024", "10th of january", "last monday", "next friday"); ranges of any two of
+    these ("from X to Y", "between X and Y", "X .. Y", "X - Y", "since X", "X to now").
+
+    A month, quarter, week or day named without a year is the most recent one that has
+    begun by today.
+
+    Args:
+        text: the expression, e.g. "last 7 days" or "Q1 2024".
+        now: the current time; naive means local wall-clock time, aware is converted to
+            the local zone. Defaults to the current time.
+
+    Returns:
+        The range labelled with the text as typed, or None when the text is not a time
+        expression this function understands (the caller should say so).
+    """
+    label = " ".join(_VAULT_MARKER.sub(" ", text or "").split()).strip(" ?!.,;:")
+    normalized = label.lower()
+    if not normalized:
+        return None
+    today = _local_now(now).date()
+    try:
+        period = _parse_range(normalized, today) or _parse_single(normalized, today)
+        if period is None:
+            return None
+        return TimeRange.from_dates(period.first, period.last, label)
+    except (ValueError, OverflowError):
+        # Dates beyond year 1..9999 ("last 5000 years"), or a day that does not exist.
+        return None
+
+
+def _local_now(now: datetime | None) -> datetime:
+    """Local wall-clock time, naive."""
+    if now is None:
+        return datetime.now()
+    if now.tzinfo is not None:
+        return now.astimezone().replace(tzinfo=None)
+    return now
+
+
+def _start_of(day: date) -> datetime:
+    """00:00 of a local day, aware (with that day's UTC offset, so DST is right)."""
+    return datetime.combine(day, time.min).astimezone()
+
+
+def _end_of(day: date) -> datetime:
+    """The last microsecond of a local day, aware."""
+    return datetime.combine(day, time.max).astimezone()
+
+
+# ------------------------------------------------------------------------ ranges
+
+
+def _parse_range(text: str, today: date) -> _Period | None:
+    since = _SINCE.fullmatch(text)
+    if since:
+        start = _parse_single(since["start"], today)
+        return None if start is None else _Period(start.first, max(today, start.first))
+    body = _RANGE_PREFIX.sub("", text, count=1) if _RANGE_PREFIX.match(text) else text
+    for separator in _RANGE_SEPARATOR.finditer(body):
+        left_text, right_text = body[: separator.start()], body[separator.end() :]
+        left = _parse_single(left_text, today)
+        right = _parse_endpoint(right_text, today)
+        if left is not None and right is not None:
+            return _join(left, right)
+    return None
+
+
+def _parse_endpoint(text: str, today: date) -> _Period | None:
+    if text.strip() in _NOW_WORDS:
+        return _Period(today, today)
+    return _parse_single(text, today)
+
+
+def _join(left: _Period, right: _Period) -> _Period:
+    if right.last < left.first and right.in_year is not None:
+        # "from december to february": the end follows the start into the next year.
+        right = right.in_year(right.last.year + 1)
+    if right.last < left.first:
+        left, right = right, left
+    return _Period(left.first, right.last)
+
+
+# ------------------------------------------------------------------------ single periods
+
+
+def _parse_single(text: str, today: date) -> _Period | None:
+    text = text.strip()
+    for candidate in dict.fromkeys((text, _FILLER.sub("", text, count=1).strip())):
+        if not candidate:
+            continue
+        for parser in _PARSERS:
+            period = parser(candidate, today)
+            if period is not None:
+                return period
+    return None
+
+
+def _relative(text: str, today: date) -> _Period | None:
+    match = _RELATIVE.fullmatch(text) or _PAST_UNIT.fullmatch(text)
+    if match is None:
+        return None
+    count = _count(match["count"]) if "count" in match.re.groupindex else 1
+    if count <= 0:
+        return None
+    return _Period(_shift(today, -count, match["unit"]), today)
+
+
+def _calendar(text: str, today: date) -> _Period | None:
+    if text in ("today", "yesterday", "tomorrow"):
+        day = today + {"today": 0, "yesterday": -1, "tomorrow": 1}[text] * _DAY
+        return _Period(day, day)
+    match = _CALENDAR.fullmatch(text)
+    if match is None:
+        return None
+    offset = {"last": -1, "previous": -1, "this": 0, "current": 0, "next": 1}[match["which"]]
+    return _unit_period(_shift(today, offset, match["unit"]), match["unit"])
+
+
+def _ago(text: str, today: date) -> _Period | None:
+    match = _AGO.fullmatch(text)
+    if match is None:
+        return None
+    count = _count(match["count"])
+    if count <= 0:
+        return None
+    return _unit_period(_shift(today, -count, match["unit"]), match["unit"])
+
+
+def _week_of(text: str, today: date) -> _Period | None:
+    match = _WEEK_OF.fullmatch(text)
+    if match is None:
+        return None
+    day = _parse_single(match["day"], today)
+    if day is None or day.first != day.last:
+        return None
+    if day.in_year is None:
+        return _unit_period(day.first, "week")
+    anchor = day.in_year
+
+    def week_in(year: int) -> _Period:
+        return replace(_unit_period(anchor(year).first, "week"), in_year=week_in)
+
+    return _most_recent(week_in, today)
+
+
+def _month_name(text: str, today: date) -> _Period | None:
+    match = _MONTH_YEAR.fullmatch(text) or _YEAR_MONTH.fullmatch(text)
+    if match:
+        return _month(int(match["year"]), _MONTHS[match["month"]])
+    match = _ISO_MONTH.fullmatch(text)
+    if match:
+        month = int(match["month"])
+        return _month(int(match["year"]), month) if 1 <= month <= 12 else None
+    match = _MONTH_ALONE.fullmatch(text)
+    if match is None:
+        return None
+    number = _MONTHS[match["month"]]
+
+    def month_in(year: int) -> _Period:
+        return replace(_month(year, number), in_year=month_in)
+
+    return _most_recent(month_in, today)
+
+
+def _quarter(text: str, today: date) -> _Period | None:
+    match = _YEAR_QUARTER.fullmatch(text) or _QUARTER.fullmatch(text)
+    if match is None:
+        return None
+    number = int(match["quarter"])
+    if match["year"]:
+        return _quarter_of(int(match["year"]), number)
+
+    def quarter_in(year: int) -> _Period:
+        return replace(_quarter_of(year, number), in_year=quarter_in)
+
+    return _most_recent(quarter_in, today)
+
+
+def _year(text: str, today: date) -> _Period | None:
+    match = _YEAR_ALONE.fullmatch(text)
+    if match is None:
+        return None
+    year = int(match["year"])
+    return _Period(date(year, 1, 1), date(year, 12, 31))
+
+
+def _day(text: str, today: date) -> _Period | None:
+    match = _NUMERIC_DATE.fullmatch(text)
+    if match:
+        day = date(int(match["year"]), int(match["month"]), int(match["day"]))
+        return _Period(day, day)
+    match = _MONTH_DAY.fullmatch(text) or _DAY_MONTH.fullmatch(text)
+    if match is None:
+        return _weekday(text, today)
+    month, day_number = _MONTHS[match["month"]], int(match["day"])
+    if match["year"]:
+        day = date(int(match["year"]), month, day_number)
+        return _Period(day, day)
+    date(2000, month, day_number)  # a day that exists in no year raises ValueError
+
+    def day_in(year: int) -> _Period:
+        day = date(year, month, day_number)  # February 29 raises in common years
+        return _Period(day, day, day_in)
+
+    return _most_recent(day_in, today)
+
+
+def _weekday(text: str, today: date) -> _Period | None:
+    match = _RELATIVE_WEEKDAY.fullmatch(text)
+    if match is None:
+        return None
+    which, weekday = match["which"], _WEEKDAYS[match["weekday"]]
+    monday = today - today.weekday() * _DAY
+    if which is None:
+        # A bare weekday is the most recent one, today included: notes are about the past.
+        day = today - ((today.weekday() - weekday) % 7) * _DAY
+    else:
+        weeks = {"last": -1, "previous": -1, "this": 0, "next": 1}[which]
+        day = monday + (weeks * 7 + weekday) * _DAY
+    return _Period(day, day)
+
+
+_PARSERS: tuple[Callable[[str, date], _Period | None], ...] = (
+    _relative,
+    _calendar,
+    _ago,
+    _week_of,
+    _month_name,
+    _quarter,
+    _year,
+    _day,
+)
+
+
+# ------------------------------------------------------------------------ calendar arithmetic
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBER_WORDS[word]
+
+
+def _shift(day: date, count: int, unit: str) -> date:
+    """Move `count` units (day, week, month, quarter, year) from `day`, clamping month ends."""
+    if unit == "day":
+        return day + count * _DAY
+    if unit == "week":
+        return day + count * 7 * _DAY
+    months = day.year * 12 + day.month - 1 + count * _UNIT_MONTHS[unit]
+    year, month = divmod(months, 12)
+    month += 1
+    return date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
+
+
+def _unit_period(day: date, unit: str) -> _Period:
+    """The calendar day, week (Monday first), month, quarter or year containing `day`."""
+    if unit == "day":
+        return _Period(day, day)
+    if unit == "week":
+        monday = day - day.weekday() * _DAY
+        return _Period(monday, monday + 6 * _DAY)
+    if unit == "month":
+        return _month(day.year, day.month)
+    if unit == "quarter":
+        return _quarter_of(day.year, (day.month - 1) // 3 + 1)
+    return _Period(date(day.year, 1, 1), date(day.year, 12, 31))
+
+
+def _month(year: int, month: int) -> _Period:
+    return _Period(date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1]))
+
+
+def _quarter_of(year: int, quarter: int) -> _Period:
+    first_month = 3 * (quarter - 1) + 1
+    return _Period(_month(year, first_month).first, _month(year, first_month + 2).last)
+
+
+def _most_recent(in_year: Callable[[int], _Period], today: date) -> _Period:
+    """The latest occurrence that has begun by today: this year's, else an earlier one.
+
+    Only February 29 needs more than one step back, to the last leap year.
+    """
+    for year in range(today.year, today.year - 9, -1):
+        try:
+            period = in_year(year)
+        except ValueError:
+            continue
+        if period.first <= today:
+            return period
+    msg = "no past occurrence"
+    raise ValueError(msg)
