@@ -75,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"vaultsearch: --k must be between 1 and 100, got {args.k}", file=sys.stderr)
         return 2
     try:
-        vault = Vault(args.vault, inclusions=args.include, exclusions=args.exclude)
+        # One query per process: nothing to keep fresh, so no folder watches.
+        vault = Vault(args.vault, inclusions=args.include, exclusions=args.exclude, watch=False)
         expander = QueryExpander(openai_chat_model(args.chat_model)) if args.expand else None
     except (ValueError, UsageError) as exc:
         print(f"vaultsearch: {exc}", file=sys.stderr)

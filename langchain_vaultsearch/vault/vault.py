@@ -3,8 +3,11 @@
 A long-lived retriever must see notes that were added, edited, renamed or deleted since
 its last query without being rebuilt, and must not re-read 6,000 unchanged notes to do
 so. `Vault.refresh` therefore walks the folder tree, compares each note's mtime and size
-with what it saw last time, and reads only what changed (DESIGN decision 3). Everything
-else in the package works on the `NoteInfo` records and the change sets it returns.
+with what it saw last time, and reads only what changed (DESIGN decision 3). On Linux it
+also watches the folders it walked (`watcher.FolderWatcher`), so that a refresh stats only
+what the kernel reported as changed, and nothing at all when the vault is unchanged.
+Everything else in the package works on the `NoteInfo` records and the change sets it
+returns.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from types import TracebackType
+from typing import Any, NamedTuple
 
 from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
 from langchain_vaultsearch.vault.note_records import NotPortableError, note_record, parse_record
 from langchain_vaultsearch.vault.patterns import PathPattern, is_allowed, parse_patterns
+from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +79,22 @@ class VaultChanges:
         return bool(self.updated or self.removed)
 
 
+class _Listing(NamedTuple):
+    """One folder's entries as last listed.
+
+    Attributes:
+        mtime_ns: the folder's mtime then; an unwatched folder is listed again when it moves.
+        watched: a watch was on the folder before it was listed, so events cover changes.
+        folders: (absolute path, vault-relative path, is a symlink) of each sub-folder.
+        files: (vault-relative path, absolute path, is a symlink) of each markdown file.
+    """
+
+    mtime_ns: int
+    watched: bool
+    folders: list[tuple[str, str, bool]]
+    files: list[tuple[str, str, bool]]
+
+
 def folder_of(path: str) -> str:
     """The folder of a vault-relative path, `""` for the vault root."""
     return path.rsplit("/", 1)[0] if "/" in path else ""
@@ -97,9 +118,11 @@ def decode_note(data: bytes) -> str:
 
 
 class Vault:
-    """A folder of markdown notes, watched by mtime and size.
+    """A folder of markdown notes, watched by mtime and size, and by inotify on Linux.
 
-    Thread-safe: the async retriever path runs refreshes in worker threads.
+    Thread-safe: the async retriever path runs refreshes in worker threads. A context
+    manager: leaving it (or `close`) releases the inotify descriptor, as garbage
+    collection does.
     """
 
     def __init__(
@@ -111,6 +134,7 @@ class Vault:
         include_hidden: bool = False,
         max_note_bytes: int = MAX_NOTE_BYTES,
         refresh_interval: float = 0.0,
+        watch: bool = True,
     ) -> None:
         """Open a vault folder.
 
@@ -123,6 +147,11 @@ class Vault:
             refresh_interval: seconds during which a refresh trusts the previous scan.
                 0 (the default) checks the disk on every refresh; a few seconds saves the
                 stat calls on very large vaults at the cost of seeing edits that late.
+            watch: watch the folders with inotify (Linux) so that a refresh of an unchanged
+                vault stats nothing; elsewhere, or when the kernel refuses, every refresh
+                walks the vault. The kernel reports local edits before the writing call
+                returns, so freshness stays exact; network filesystems (NFS, SMB, sshfs) may
+                not report edits made on other machines: pass False for those.
 
         Raises:
             ValueError: when the folder does not exist or a limit is not positive.
@@ -147,12 +176,39 @@ class Vault:
         self._oversized: set[tuple[str, int]] = set()
         self._lock = threading.RLock()
         self._graph: _LinkGraph | None = None
-        self._listings: dict[
-            str, tuple[int, list[tuple[str, str, bool]], list[tuple[str, str]]]
-        ] = {}
+        self._listings: dict[str, _Listing] = {}
         self.refresh_interval = refresh_interval
         self._last_refresh = -math.inf
         self._version = 0
+        self._watcher = FolderWatcher.open() if watch else None
+        # Set by each walk: notes and folders whose changes no event reports, which every
+        # refresh must therefore check (True until the first walk).
+        self._walk_needed = True
+        self._polled_notes: set[str] = set()
+        self._stat_all = False
+
+    @property
+    def watching(self) -> bool:
+        """True while inotify tells refreshes what changed (False: every refresh walks)."""
+        return self._watcher is not None
+
+    def close(self) -> None:
+        """Stop watching; later refreshes walk the vault as with `watch=False`."""
+        with self._lock:
+            if self._watcher is not None:
+                self._watcher.close()
+                self._watcher = None
+
+    def __enter__(self) -> Vault:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
     # ----------------------------------------------------------------- scanning
 
@@ -167,30 +223,55 @@ class Vault:
             if now - self._last_refresh < self.refresh_interval:
                 return VaultChanges()
             self._last_refresh = now
-            seen: dict[str, tuple[str, os.stat_result]] = {}
-            for rel, abs_path, stat in self._walk():
-                seen[rel] = (abs_path, stat)
-            updated: list[tuple[NoteInfo, str]] = []
-            unreadable: set[str] = set()
-            for rel, (abs_path, stat) in seen.items():
-                stamp = (stat.st_mtime_ns, stat.st_size)
-                if self._stamps.get(rel) == stamp:
-                    continue
-                loaded = self._load(rel, abs_path, stat)
-                if loaded is None:
-                    unreadable.add(rel)
-                    continue
-                self._stamps[rel] = stamp
-                self._notes[rel] = loaded[0]
-                updated.append(loaded)
-            removed = [rel for rel in self._notes if rel not in seen or rel in unreadable]
-            for rel in removed:
-                self._notes.pop(rel, None)
-                self._stamps.pop(rel, None)
-            if updated or removed:
-                self._graph = None
-                self._version += 1
-            return VaultChanges(tuple(updated), tuple(removed))
+            events = self._watcher.drain() if self._watcher is not None else FolderChanges()
+            if events is None:
+                self._restart_watcher()
+                events = FolderChanges()
+            elif self._watcher is not None and not events and not self._walk_needed:
+                return VaultChanges()
+            try:
+                return self._apply(self._walk(events))
+            except BaseException:
+                # The events drained for this walk would be lost.
+                self._restart_watcher()
+                raise
+
+    def _restart_watcher(self) -> None:
+        """Start over when events were lost: a new watcher, every folder listed again."""
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = FolderWatcher.open()
+        self._listings.clear()
+        self._walk_needed = True
+
+    def _apply(self, walked: Iterator[tuple[str, str, os.stat_result | None]]) -> VaultChanges:
+        """Load what changed and drop what is gone (`stat` None: known unchanged)."""
+        seen: dict[str, tuple[str, os.stat_result | None]] = {}
+        for rel, abs_path, stat in walked:
+            seen[rel] = (abs_path, stat)
+        updated: list[tuple[NoteInfo, str]] = []
+        unreadable: set[str] = set()
+        for rel, (abs_path, stat) in seen.items():
+            if stat is None:
+                continue
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            if self._stamps.get(rel) == stamp:
+                continue
+            loaded = self._load(rel, abs_path, stat)
+            if loaded is None:
+                unreadable.add(rel)
+                continue
+            self._stamps[rel] = stamp
+            self._notes[rel] = loaded[0]
+            updated.append(loaded)
+        removed = [rel for rel in self._notes if rel not in seen or rel in unreadable]
+        for rel in removed:
+            self._notes.pop(rel, None)
+            self._stamps.pop(rel, None)
+        if updated or removed:
+            self._graph = None
+            self._version += 1
+        return VaultChanges(tuple(updated), tuple(removed))
 
     @property
     def version(self) -> int:
@@ -251,49 +332,110 @@ class Vault:
             self._version += 1
             return len(self._notes)
 
-    def _walk(self) -> Iterator[tuple[str, str, os.stat_result]]:
+    def _walk(self, events: FolderChanges) -> Iterator[tuple[str, str, os.stat_result | None]]:
         """Yield every markdown file under the root that stays inside the root.
 
-        A folder is listed again only when its mtime changed (adding, deleting or renaming
-        a file changes it), so an unchanged vault costs one stat per note and per folder.
+        Without a watcher a folder is listed again only when its mtime changed (adding,
+        deleting or renaming a file changes it), so an unchanged vault costs one stat per
+        note and per folder. A watched folder is listed again only when an event says its
+        entries changed, and its notes are stat-ed only when an event named them; the others
+        are yielded with stat None, "unchanged". A watch follows an inode, not a path, so
+        folders reached through a symlink (and everything below a folder that could not be
+        watched) are checked as without a watcher, and so are symlinked and hard-linked
+        notes, whose edits are reported for another path.
         """
+        self._forget(events.paths)
+        stat_all, self._stat_all = self._stat_all, False
+        polled_notes: set[str] = set()
+        polled_folders = False
         root = str(self.root)
         visited = {root}
-        stack = [(root, "")]
+        stack = [(root, "", self._watcher is None)]
         while stack:
-            abs_dir, rel_dir = stack.pop()
-            try:
-                mtime = os.stat(abs_dir).st_mtime_ns
-            except OSError as exc:
-                logger.warning("Cannot read folder %s: %s", abs_dir, exc)
+            abs_dir, rel_dir, polled = stack.pop()
+            known = abs_dir in self._listings
+            listing = self._listing(abs_dir, rel_dir, polled, events)
+            if listing is None:
+                # Unreadable or gone: no watch reports its return, so look again next time.
+                self._forget({abs_dir})
+                polled_folders = True
                 continue
-            listing = self._listings.get(abs_dir)
-            if listing is None or listing[0] != mtime:
-                listing = (mtime, *self._list_folder(abs_dir, rel_dir))
-                self._listings[abs_dir] = listing
-            _mtime, folders, files = listing
-            for rel, abs_path in files:
+            polled = not listing.watched
+            polled_folders = polled_folders or polled
+            stat_every_note = polled or stat_all or not known
+            for rel, abs_path, is_link in listing.files:
+                if not (
+                    stat_every_note or abs_path in events.paths or abs_path in self._polled_notes
+                ):
+                    yield rel, abs_path, None
+                    continue
                 try:
-                    yield rel, abs_path, os.stat(abs_path)
+                    stat = os.stat(abs_path)
                 except OSError as exc:
                     logger.warning("Cannot stat %s: %s", rel, exc)
-            for abs_sub, rel_sub, is_link in folders:
+                    continue
+                if not polled and (is_link or stat.st_nlink > 1):
+                    polled_notes.add(abs_path)
+                    # A new hard link: its other paths may be notes that no event will name.
+                    self._stat_all |= not is_link and abs_path not in self._polled_notes
+                yield rel, abs_path, stat
+            for abs_sub, rel_sub, is_link in listing.folders:
                 real = os.path.realpath(abs_sub) if is_link else abs_sub
                 if real not in visited:
                     visited.add(real)
-                    stack.append((abs_sub, rel_sub))
+                    stack.append((abs_sub, rel_sub, polled or is_link))
+        self._polled_notes = polled_notes
+        self._walk_needed = polled_folders or bool(polled_notes) or self._stat_all
 
-    def _list_folder(
-        self, abs_dir: str, rel_dir: str
-    ) -> tuple[list[tuple[str, str, bool]], list[tuple[str, str]]]:
-        """Sub-folders and markdown files of one folder, symlinks leaving the vault dropped."""
+    def _listing(
+        self, abs_dir: str, rel_dir: str, polled: bool, events: FolderChanges
+    ) -> _Listing | None:
+        """A folder's entries: from the cache when events or its mtime say they are current."""
+        cached = self._listings.get(abs_dir)
+        if not polled and cached is not None and cached.watched:
+            if abs_dir in events.folders:
+                return self._list_folder(abs_dir, rel_dir, True)
+            return cached
+        # The watch goes on before the listing, so no change can fall between the two.
+        watched = (
+            not polled
+            and cached is None
+            and self._watcher is not None
+            and self._watcher.add(abs_dir)
+        )
+        if cached is None or cached.watched or watched:
+            return self._list_folder(abs_dir, rel_dir, watched)
+        try:
+            mtime = os.stat(abs_dir).st_mtime_ns
+        except OSError as exc:
+            logger.warning("Cannot read folder %s: %s", abs_dir, exc)
+            return None
+        return cached if cached.mtime_ns == mtime else self._list_folder(abs_dir, rel_dir, False)
+
+    def _forget(self, paths: set[str]) -> None:
+        """Drop cached listings at or below paths events named: a different folder may be there."""
+        gone = {path for path in paths if path in self._listings}
+        if not gone:
+            return
+        below = tuple(path + os.sep for path in gone)
+        for abs_dir in [d for d in self._listings if d in gone or d.startswith(below)]:
+            if self._listings.pop(abs_dir).watched and self._watcher is not None:
+                self._watcher.remove(abs_dir)
+
+    def _list_folder(self, abs_dir: str, rel_dir: str, watched: bool) -> _Listing | None:
+        """List and cache a folder's sub-folders and notes; symlinks out of the vault dropped."""
+        try:
+            mtime = os.stat(abs_dir).st_mtime_ns
+        except OSError as exc:
+            logger.warning("Cannot read folder %s: %s", abs_dir, exc)
+            return None
         folders: list[tuple[str, str, bool]] = []
-        files: list[tuple[str, str]] = []
+        files: list[tuple[str, str, bool]] = []
         try:
             entries = list(os.scandir(abs_dir))
         except OSError as exc:
             logger.warning("Cannot list %s: %s", abs_dir, exc)
-            return folders, files
+            entries = []
         for entry in entries:
             name = entry.name
             if name.startswith(".") and not self.include_hidden:
@@ -307,10 +449,12 @@ class Vault:
                 if entry.is_dir():
                     folders.append((entry.path, rel, is_link))
                 elif name.lower().endswith(".md") and entry.is_file():
-                    files.append((rel, entry.path))
+                    files.append((rel, entry.path, is_link))
             except OSError as exc:
                 logger.warning("Cannot stat %s: %s", rel, exc)
-        return folders, files
+        listing = _Listing(mtime, watched, folders, files)
+        self._listings[abs_dir] = listing
+        return listing
 
     def _inside_root(self, real_path: str) -> bool:
         root = str(self.root)

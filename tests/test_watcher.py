@@ -1,0 +1,490 @@
+"""The inotify folder watcher: refreshes stay exact and skip the disk when nothing changed."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import gc
+import logging
+import os
+import shutil
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from langchain_vaultsearch import Vault
+from langchain_vaultsearch.vault import vault as vault_module
+from langchain_vaultsearch.vault import watcher as watcher_module
+from langchain_vaultsearch.vault.vault import VaultChanges
+from langchain_vaultsearch.vault.watcher import IN_Q_OVERFLOW, FolderWatcher
+from tests.conftest import write_vault
+
+HAS_INOTIFY = FolderWatcher.open() is not None
+needs_inotify = pytest.mark.skipif(not HAS_INOTIFY, reason="inotify is unavailable here")
+
+NOTES = {
+    "Inbox.md": "# Inbox\n\nloose ends\n",
+    "Projects/Alpha/Plan.md": "# Plan\n\nship alpha\n",
+    "Projects/Alpha/Deep/Detail.md": "# Detail\n\nthe fine print\n",
+    "Projects/Beta/Notes.md": "# Beta\n\ntomatoes\n",
+    "Daily/2024-03-05.md": "met Sarah\n",
+    ".hidden/real/Secret.md": "hidden secret\n",
+}
+
+
+def later(path: Path, seconds: int = 10) -> None:
+    """Push a file's mtime forward, as a later save would (no sleeping for clock ticks)."""
+    stamp = path.stat().st_mtime_ns + seconds * 1_000_000_000
+    os.utime(path, ns=(stamp, stamp))
+
+
+def edit(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    later(path)
+
+
+def atomic_save(path: Path, text: str) -> None:
+    """What many editors do: write a temporary file, then rename it over the note."""
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_text(text, encoding="utf-8")
+    later(temp)
+    os.replace(temp, path)
+
+
+def add_nested_folder(root: Path) -> None:
+    write_vault(root, {"Areas/Health/Sleep/Log.md": "slept well\n", "Areas/Health/Run.md": "5k\n"})
+
+
+def replace_folder(root: Path) -> None:
+    shutil.rmtree(root / "Projects/Beta")
+    write_vault(root, {"Projects/Beta/Fresh.md": "a different beta\n"})
+
+
+def move_folder_out_and_back(root: Path) -> None:
+    outside = root.parent / "outside"
+    shutil.move(root / "Projects", outside)
+    write_vault(outside, {"Elsewhere.md": "written while outside\n"})
+    shutil.move(outside, root / "Work")
+
+
+def link_note(root: Path) -> None:
+    os.symlink(root / "Projects/Alpha/Plan.md", root / "Plan link.md")
+
+
+def link_hidden_folder(root: Path) -> None:
+    os.symlink(root / ".hidden/real", root / "Linked")
+
+
+def retarget_link(root: Path) -> None:
+    write_vault(
+        root, {".hidden/other/Other.md": "other target\n", ".hidden/other/Sub/Deeper.md": "x\n"}
+    )
+    os.symlink(root / ".hidden/other", root / "Linked.new")
+    os.replace(root / "Linked.new", root / "Linked")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change to the vault and what the next refresh must report."""
+
+    change: Callable[[Path], object]
+    updated: set[str] = field(default_factory=set)
+    removed: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    steps: tuple[Step, ...]
+    options: dict[str, object] = field(default_factory=dict)
+
+
+ALPHA = {"Projects/Alpha/Plan.md", "Projects/Alpha/Deep/Detail.md"}
+PROJECTS = {*ALPHA, "Projects/Beta/Notes.md"}
+
+SCENARIOS = {
+    "nothing": Scenario((Step(lambda root: None),)),
+    "edit": Scenario((Step(lambda r: edit(r / "Inbox.md", "rewritten inbox\n"), {"Inbox.md"}),)),
+    "edit-in-deep-folder": Scenario(
+        (
+            Step(
+                lambda r: edit(r / "Projects/Alpha/Deep/Detail.md", "x"),
+                {"Projects/Alpha/Deep/Detail.md"},
+            ),
+        )
+    ),
+    "add": Scenario(
+        (
+            Step(
+                lambda r: write_vault(r, {"Daily/2024-03-06.md": "new day\n"}),
+                {"Daily/2024-03-06.md"},
+            ),
+        )
+    ),
+    "delete": Scenario((Step(lambda r: (r / "Inbox.md").unlink(), removed={"Inbox.md"}),)),
+    "rename-file": Scenario(
+        (
+            Step(
+                lambda r: os.rename(r / "Inbox.md", r / "Outbox.md"),
+                {"Outbox.md"},
+                {"Inbox.md"},
+            ),
+        )
+    ),
+    "move-between-folders": Scenario(
+        (
+            Step(
+                lambda r: os.rename(r / "Projects/Beta/Notes.md", r / "Daily/Notes.md"),
+                {"Daily/Notes.md"},
+                {"Projects/Beta/Notes.md"},
+            ),
+        )
+    ),
+    "rename-folder": Scenario(
+        (
+            Step(
+                lambda r: os.rename(r / "Projects", r / "Work"),
+                {p.replace("Projects/", "Work/", 1) for p in PROJECTS},
+                PROJECTS,
+            ),
+        )
+    ),
+    "move-folder-into-another": Scenario(
+        (
+            Step(
+                lambda r: os.rename(r / "Projects/Alpha", r / "Daily/Alpha"),
+                {p.replace("Projects/", "Daily/", 1) for p in ALPHA},
+                ALPHA,
+            ),
+        )
+    ),
+    "new-nested-folder": Scenario(
+        (Step(add_nested_folder, {"Areas/Health/Sleep/Log.md", "Areas/Health/Run.md"}),)
+    ),
+    "delete-folder": Scenario((Step(lambda r: shutil.rmtree(r / "Projects"), removed=PROJECTS),)),
+    "replace-folder": Scenario(
+        (Step(replace_folder, {"Projects/Beta/Fresh.md"}, {"Projects/Beta/Notes.md"}),)
+    ),
+    "move-folder-to-trash": Scenario(
+        (Step(lambda r: os.rename(r / "Projects", r / ".hidden/Projects"), removed=PROJECTS),)
+    ),
+    "move-folder-out-and-back": Scenario(
+        (
+            Step(
+                move_folder_out_and_back,
+                {p.replace("Projects/", "Work/", 1) for p in PROJECTS} | {"Work/Elsewhere.md"},
+                PROJECTS,
+            ),
+        )
+    ),
+    "vault-folder-deleted-and-recreated": Scenario(
+        (
+            Step(shutil.rmtree, removed={p for p in NOTES if not p.startswith(".")}),
+            Step(lambda r: None),
+            Step(lambda r: write_vault(r, {"Back.md": "back again\n"}), {"Back.md"}),
+        )
+    ),
+    "atomic-save": Scenario(
+        (Step(lambda r: atomic_save(r / "Inbox.md", "saved atomically\n"), {"Inbox.md"}),)
+    ),
+    "touch-without-change": Scenario((Step(lambda r: later(r / "Inbox.md"), {"Inbox.md"}),)),
+    "chmod-without-change": Scenario((Step(lambda r: (r / "Inbox.md").chmod(0o600)),)),
+    "edit-then-edit-again": Scenario(
+        (
+            Step(lambda r: edit(r / "Inbox.md", "first\n"), {"Inbox.md"}),
+            Step(lambda r: None),
+            Step(lambda r: edit(r / "Inbox.md", "second edit\n"), {"Inbox.md"}),
+        )
+    ),
+    "grow-over-the-limit-and-back": Scenario(
+        (
+            Step(lambda r: edit(r / "Inbox.md", "x" * 500), removed={"Inbox.md"}),
+            Step(lambda r: later(r / "Inbox.md")),
+            Step(lambda r: edit(r / "Inbox.md", "small again\n"), {"Inbox.md"}),
+        ),
+        {"max_note_bytes": 100},
+    ),
+    "hidden-folder-ignored": Scenario(
+        (Step(lambda r: edit(r / ".hidden/real/Secret.md", "still hidden\n")),)
+    ),
+    "hidden-folder-included": Scenario(
+        (
+            Step(
+                lambda r: edit(r / ".hidden/real/Secret.md", "shown\n"),
+                {".hidden/real/Secret.md"},
+            ),
+        ),
+        {"include_hidden": True},
+    ),
+    "symlinked-note": Scenario(
+        (
+            Step(link_note, {"Plan link.md"}),
+            Step(
+                lambda r: edit(r / "Projects/Alpha/Plan.md", "edited through its folder\n"),
+                {"Projects/Alpha/Plan.md", "Plan link.md"},
+            ),
+        )
+    ),
+    "symlinked-folder": Scenario(
+        (
+            Step(link_hidden_folder, {"Linked/Secret.md"}),
+            Step(
+                lambda r: edit(r / ".hidden/real/Secret.md", "edited behind the link\n"),
+                {"Linked/Secret.md"},
+            ),
+            Step(
+                lambda r: write_vault(r, {".hidden/real/Sub/New.md": "new behind the link\n"}),
+                {"Linked/Sub/New.md"},
+            ),
+            Step(
+                retarget_link,
+                {"Linked/Other.md", "Linked/Sub/Deeper.md"},
+                {"Linked/Secret.md", "Linked/Sub/New.md"},
+            ),
+            Step(
+                lambda r: edit(r / ".hidden/other/Sub/Deeper.md", "edited in the new target\n"),
+                {"Linked/Sub/Deeper.md"},
+            ),
+        )
+    ),
+    "hard-linked-note": Scenario(
+        (
+            Step(
+                lambda r: os.link(r / "Inbox.md", r / "Daily/Inbox copy.md"),
+                {"Daily/Inbox copy.md"},
+            ),
+            Step(
+                lambda r: edit(r / "Daily/Inbox copy.md", "edited through the other link\n"),
+                {"Inbox.md", "Daily/Inbox copy.md"},
+            ),
+        )
+    ),
+}
+
+
+def summary(changes: VaultChanges) -> tuple[set[str], set[str]]:
+    return {info.path for info, _text in changes.updated}, set(changes.removed)
+
+
+def canonical(changes: VaultChanges) -> tuple[object, ...]:
+    return tuple(sorted(changes.updated, key=lambda item: item[0].path)), tuple(
+        sorted(changes.removed)
+    )
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return write_vault(tmp_path / "vault", dict(NOTES))
+
+
+@needs_inotify
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_watched_and_walked_refreshes_report_the_same_changes(root: Path, name: str) -> None:
+    scenario = SCENARIOS[name]
+    watched = Vault(root, watch=True, **scenario.options)  # type: ignore[arg-type]
+    walked = Vault(root, watch=False, **scenario.options)  # type: ignore[arg-type]
+    assert watched.watching
+    assert not walked.watching
+    assert canonical(watched.refresh()) == canonical(walked.refresh())
+    for step in scenario.steps:
+        step.change(root)
+        seen_by_watcher = watched.refresh()
+        seen_by_walk = walked.refresh()
+        assert summary(seen_by_watcher) == (step.updated, step.removed)
+        assert canonical(seen_by_watcher) == canonical(seen_by_walk)
+    assert watched.notes == walked.notes
+    assert not watched.refresh()
+    assert watched.watching
+
+
+def test_without_inotify_every_refresh_walks(
+    root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    watcher_module._libc.cache_clear()
+    monkeypatch.setattr(watcher_module.sys, "platform", "darwin")
+    with caplog.at_level(logging.DEBUG, logger=watcher_module.__name__):
+        vault = Vault(root)
+    assert not vault.watching
+    assert "inotify is Linux-only" in caplog.text
+    assert len(vault.refresh().updated) == 5
+    edit(root / "Inbox.md", "seen by walking\n")
+    assert summary(vault.refresh()) == ({"Inbox.md"}, set())
+
+
+def count_stats(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(path: str | os.PathLike[str], *args: object, **kwargs: object) -> object:
+        calls.append(os.fspath(path))
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    return calls
+
+
+@needs_inotify
+def test_unchanged_refresh_stats_nothing_and_an_edit_stats_one_note(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = Vault(root)
+    vault.refresh()
+    calls = count_stats(monkeypatch)
+    assert not vault.refresh()
+    assert calls == []
+    edit(root / "Projects/Beta/Notes.md", "edited\n")
+    calls.clear()
+    assert summary(vault.refresh()) == ({"Projects/Beta/Notes.md"}, set())
+    assert calls == [str(root / "Projects/Beta/Notes.md")]
+
+
+def test_without_the_watcher_every_refresh_stats_every_note(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = Vault(root, watch=False)
+    vault.refresh()
+    calls = count_stats(monkeypatch)
+    assert not vault.refresh()
+    assert {str(root / info.path) for info in vault.notes.values()} <= set(calls)
+
+
+@needs_inotify
+def test_queue_overflow_falls_back_to_a_full_walk_and_rearms(
+    root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    vault = Vault(root)
+    vault.refresh()
+    edit(root / "Inbox.md", "edited before the overflow\n")
+    real_read = os.read
+    overflow = struct.pack("iIII", -1, IN_Q_OVERFLOW, 0, 0)
+    reads = iter([overflow])
+
+    def read_overflow(fd: int, size: int) -> bytes:
+        return next(reads, None) or real_read(fd, size)
+
+    monkeypatch.setattr(os, "read", read_overflow)
+    with caplog.at_level(logging.DEBUG, logger=watcher_module.__name__):
+        changes = vault.refresh()
+    assert "overflowed" in caplog.text
+    assert summary(changes) == ({"Inbox.md"}, set())
+    assert vault.watching
+    calls = count_stats(monkeypatch)
+    assert not vault.refresh()
+    assert calls == []
+    write_vault(root, {"Daily/after.md": "after the overflow\n"})
+    assert summary(vault.refresh()) == ({"Daily/after.md"}, set())
+
+
+@needs_inotify
+def test_a_forked_process_starts_its_own_watcher(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = Vault(root)
+    vault.refresh()
+    real_pid = os.getpid()
+    monkeypatch.setattr(os, "getpid", lambda: real_pid + 1)
+    edit(root / "Inbox.md", "edited in the child\n")
+    assert summary(vault.refresh()) == ({"Inbox.md"}, set())
+    assert vault.watching
+    edit(root / "Daily/2024-03-05.md", "and again\n")
+    assert summary(vault.refresh()) == ({"Daily/2024-03-05.md"}, set())
+
+
+@needs_inotify
+def test_folders_that_cannot_be_watched_are_stat_ed_every_time(
+    root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    libc = watcher_module._libc()
+    real_add = libc.add_watch
+    refused = os.fsencode(root / "Projects")
+
+    def add_watch(fd: int, path: bytes, mask: int) -> int:
+        if path == refused:
+            ctypes.set_errno(errno.ENOSPC)
+            return -1
+        return real_add(fd, path, mask)
+
+    monkeypatch.setattr(libc, "add_watch", add_watch)
+    with caplog.at_level(logging.WARNING, logger=watcher_module.__name__):
+        vault = Vault(root)
+        vault.refresh()
+    assert "watch limit" in caplog.text
+    calls = count_stats(monkeypatch)
+    assert not vault.refresh()
+    assert str(root / "Projects/Alpha/Deep/Detail.md") in calls
+    assert str(root / "Inbox.md") not in calls
+    edit(root / "Projects/Alpha/Deep/Detail.md", "seen without a watch\n")
+    assert summary(vault.refresh()) == ({"Projects/Alpha/Deep/Detail.md"}, set())
+
+
+@needs_inotify
+def test_a_watch_the_kernel_drops_is_put_back(root: Path) -> None:
+    vault = Vault(root)
+    vault.refresh()
+    watcher = vault._watcher
+    assert watcher is not None
+    folder = str(root / "Daily")
+    watcher._libc.rm_watch(watcher._fd, watcher._wd_by_folder[folder])  # as on unmount
+    assert not vault.refresh()
+    edit(root / "Daily/2024-03-05.md", "edited after the watch came back\n")
+    assert summary(vault.refresh()) == ({"Daily/2024-03-05.md"}, set())
+
+
+@needs_inotify
+def test_refresh_interval_still_delays_what_the_watcher_saw(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr("langchain_vaultsearch.vault.vault.time.monotonic", lambda: clock[0])
+    vault = Vault(root, refresh_interval=5.0)
+    vault.refresh()
+    edit(root / "Inbox.md", "edited\n")
+    clock[0] += 1.0
+    assert not vault.refresh()
+    clock[0] += 5.0
+    assert summary(vault.refresh()) == ({"Inbox.md"}, set())
+
+
+@needs_inotify
+def test_close_stops_watching_but_refresh_keeps_working(root: Path) -> None:
+    with Vault(root) as vault:
+        vault.refresh()
+        assert vault.watching
+    assert not vault.watching
+    vault.close()
+    edit(root / "Inbox.md", "edited after close\n")
+    assert summary(vault.refresh()) == ({"Inbox.md"}, set())
+
+
+@needs_inotify
+def test_the_descriptor_is_closed_when_the_vault_is_collected(root: Path) -> None:
+    vault = Vault(root)
+    vault.refresh()
+    assert vault._watcher is not None
+    fd = vault._watcher._fd
+    os.fstat(fd)
+    del vault
+    gc.collect()
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(fd)
+
+
+@needs_inotify
+def test_a_refresh_that_fails_midway_loses_no_change(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = Vault(root)
+    vault.refresh()
+    edit(root / "Inbox.md", "edited before the failure\n")
+
+    def broken(text: str) -> object:
+        raise RuntimeError("parser exploded")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(vault_module, "parse_note", broken)
+        with pytest.raises(RuntimeError, match="exploded"):
+            vault.refresh()
+    assert summary(vault.refresh()) == ({"Inbox.md"}, set())
+    assert vault.watching
