@@ -111,13 +111,15 @@ def rank_chunks(
     wanted = {t for expanded in expansions.values() for t, _w in expanded}
     count = len(chunks)
     scores = np.zeros(count, dtype=np.float64)
-    matched_terms: list[set[str]] = [set() for _ in range(count)]
-    matches: list[list[dict[str, Any]]] = [[] for _ in range(count)]
+    # Which query terms each chunk matched (the "quality" factor), and which (field, term)
+    # pairs matched which chunks: explanations are built for the returned hits only, since
+    # a query of many common terms matches tens of thousands of (chunk, term) pairs.
+    matched = np.zeros((len(expansions), count), dtype=np.bool_)
+    field_matches: list[tuple[str, str, float, list[int]]] = []
     for name in FIELDS:
         term_sets = [c.terms[name] for c in chunks]
-        present_terms = [wanted.intersection(s) for s in term_sets]
         holders: dict[str, list[int]] = {}
-        for index, present in enumerate(present_terms):
+        for index, present in enumerate(map(wanted.intersection, term_sets)):
             for term in present:
                 holders.setdefault(term, []).append(index)
         if not holders:
@@ -125,22 +127,26 @@ def rank_chunks(
         lengths = np.fromiter((len(s) for s in term_sets), dtype=np.float64, count=count)
         average = float(lengths.mean())
         weight = FIELD_WEIGHTS[name]
-        for query_term, expanded in expansions.items():
+        for query_index, expanded in enumerate(expansions.values()):
             for term, prefix_weight in expanded:
                 docs = holders.get(term)
                 if docs is None:
                     continue
                 batch = bm25_plus(len(docs), count, lengths[docs], average)
                 scores[docs] += weight * prefix_weight * batch
-                for index in docs:
-                    matched_terms[index].add(query_term)
-                    matches[index].append({"field": name, "query": term, "weight": weight})
-    quality = np.fromiter((len(m) for m in matched_terms), dtype=np.float64, count=count)
-    final = scores * quality
-    order = np.argsort(-final, kind="stable")
-    hits: list[LexicalHit] = []
-    for index in order[:limit]:
-        if final[index] <= 0.0:
-            break
-        hits.append(LexicalHit(chunks[index], float(final[index]), matches[index]))
-    return hits
+                matched[query_index, docs] = True
+                field_matches.append((name, term, weight, docs))
+    final = scores * matched.sum(axis=0)
+    order = np.argsort(-final, kind="stable")[:limit]
+    order = order[final[order] > 0.0]
+    position = np.full(count, -1, dtype=np.int64)
+    position[order] = np.arange(len(order))
+    matches: list[list[dict[str, Any]]] = [[] for _ in order]
+    for name, term, weight, docs in field_matches:
+        hit_positions = position[docs]
+        for hit_position in hit_positions[hit_positions >= 0].tolist():
+            matches[hit_position].append({"field": name, "query": term, "weight": weight})
+    return [
+        LexicalHit(chunks[index], float(final[index]), hit_matches)
+        for index, hit_matches in zip(order.tolist(), matches, strict=True)
+    ]
