@@ -15,7 +15,11 @@ from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.search.core import SearchCore, SearchOptions
 from langchain_vaultsearch.search.expansion import ExpandedQuery, fallback_expansion
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
-from langchain_vaultsearch.time_ranges import TimeRange, parse_time_expression
+from langchain_vaultsearch.time_ranges import (
+    TimeRange,
+    find_time_expression,
+    parse_time_expression,
+)
 from langchain_vaultsearch.vault.vault import Vault
 
 __all__ = [
@@ -34,6 +38,7 @@ __all__ = [
     "Vault",
     "build_local_search_context",
     "fallback_expansion",
+    "find_time_expression",
     "format_local_search_context",
     "merge_filter_and_search_results",
     "parse_time_expression",
