@@ -9,6 +9,7 @@ from langchain_vaultsearch.context.local_search import (
     format_local_search_context,
 )
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
+from langchain_vaultsearch.local_search import LocalSearchResult, alocal_search, local_search
 from langchain_vaultsearch.merge import MergedResults, merge_filter_and_search_results
 from langchain_vaultsearch.query_expander import QueryExpander
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
@@ -29,6 +30,7 @@ __all__ = [
     "FilterResult",
     "FilterRetriever",
     "LocalSearchContext",
+    "LocalSearchResult",
     "MergedResults",
     "QueryExpander",
     "SearchCore",
@@ -36,10 +38,12 @@ __all__ = [
     "TieredLexicalRetriever",
     "TimeRange",
     "Vault",
+    "alocal_search",
     "build_local_search_context",
     "fallback_expansion",
     "find_time_expression",
     "format_local_search_context",
+    "local_search",
     "merge_filter_and_search_results",
     "parse_time_expression",
     "sanitize_for_citations",
