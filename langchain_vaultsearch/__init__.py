@@ -11,6 +11,7 @@ from langchain_vaultsearch.context.local_search import (
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
 from langchain_vaultsearch.local_search import LocalSearchResult, alocal_search, local_search
 from langchain_vaultsearch.merge import MergedResults, merge_filter_and_search_results
+from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.query_expander import QueryExpander
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.search.core import SearchCore, SearchOptions
@@ -40,6 +41,8 @@ __all__ = [
     "Vault",
     "alocal_search",
     "build_local_search_context",
+    "create_vault_context_chain",
+    "create_vault_qa_chain",
     "fallback_expansion",
     "find_time_expression",
     "format_local_search_context",
