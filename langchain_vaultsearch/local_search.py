@@ -122,7 +122,7 @@ def local_search(
         retriever: the main retriever, any `BaseRetriever`; defaults to a
             `TieredLexicalRetriever` over the shared vault.
         lexical_retriever: the retriever tag queries use when `retriever` is not a
-            `TieredLexicalRetriever`; one is made over the shared vault when needed.
+            `TieredLexicalRetriever`; without one, one is made over the shared vault.
         time_range: a `TimeRange`, or an expression such as "last week"; with one, only
             the filter runs.
         salient_terms: the question's salient terms (e.g. from an LLM tool call); terms

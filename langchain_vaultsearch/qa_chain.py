@@ -6,14 +6,14 @@ and the context itself, so an app can show where the answer came from and a test
 exactly what the model was given.
 
 ```
-{"question": ...} ─ local_search ─ context, sources, documents ─┬─────────────────────┐
-                                                                  └ prompt | llm | str ─ answer
+{"question": ...} ─ local_search ─ context, sources, documents ─┬──────────────────────┐
+   (create_vault_context_chain)                                  └ prompt | llm | str ─ answer
 ```
 
-The question is read the way the original's chain runner reads a tool call: a time
-expression in it ("last week") becomes the time range (`find_time_expression`), so such
-questions are answered from that period's notes; `[[mentions]]` and `#tags` are the
-filter's.
+In the original, an agent model reads the period off the question and passes it to the
+`localSearch` tool. A plain chain makes no tool call, so `find_time_expression` reads it:
+"what did I decide last week?" is answered from last week's notes. `[[mentions]]` and
+`#tags` are read by the filter.
 """
 
 from __future__ import annotations
