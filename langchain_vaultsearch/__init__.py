@@ -9,13 +9,19 @@ from langchain_vaultsearch.context.local_search import (
     format_local_search_context,
 )
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
+from langchain_vaultsearch.local_search import LocalSearchResult, alocal_search, local_search
 from langchain_vaultsearch.merge import MergedResults, merge_filter_and_search_results
+from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.query_expander import QueryExpander
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.search.core import SearchCore, SearchOptions
 from langchain_vaultsearch.search.expansion import ExpandedQuery, fallback_expansion
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
-from langchain_vaultsearch.time_ranges import TimeRange, parse_time_expression
+from langchain_vaultsearch.time_ranges import (
+    TimeRange,
+    find_time_expression,
+    parse_time_expression,
+)
 from langchain_vaultsearch.vault.vault import Vault
 
 __all__ = [
@@ -25,6 +31,7 @@ __all__ = [
     "FilterResult",
     "FilterRetriever",
     "LocalSearchContext",
+    "LocalSearchResult",
     "MergedResults",
     "QueryExpander",
     "SearchCore",
@@ -32,9 +39,14 @@ __all__ = [
     "TieredLexicalRetriever",
     "TimeRange",
     "Vault",
+    "alocal_search",
     "build_local_search_context",
+    "create_vault_context_chain",
+    "create_vault_qa_chain",
     "fallback_expansion",
+    "find_time_expression",
     "format_local_search_context",
+    "local_search",
     "merge_filter_and_search_results",
     "parse_time_expression",
     "sanitize_for_citations",

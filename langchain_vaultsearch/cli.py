@@ -1,6 +1,8 @@
-"""`vaultsearch`: search a vault from a terminal.
+"""`vaultsearch`: search a vault from a terminal, see what a model would read, ask it.
 
 `vaultsearch search --vault PATH [--k N] [--json] [--explain] [--expand] QUERY`
+`vaultsearch context --vault PATH [--time EXPR] [--k N] QUESTION`
+`vaultsearch ask --vault PATH [--time EXPR] [--k N] [--chat-model NAME] QUESTION`
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
+from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS
+from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.query_expander import QueryExpander
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.search.expansion import ExpandedQuery
+from langchain_vaultsearch.time_ranges import resolve_time_range
 from langchain_vaultsearch.vault.vault import Vault
 
 CHAT_MODEL_ENV = "VAULTSEARCH_CHAT_MODEL"
@@ -37,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     search = commands.add_parser("search", help="rank the vault's chunks for a query")
     search.add_argument("query", nargs="+", help="the query (quote it or not)")
-    search.add_argument("--vault", required=True, help="the vault folder")
+    _add_vault_arguments(search)
     search.add_argument("--k", type=int, default=10, help="results to show (1..100, default 10)")
     search.add_argument("--json", action="store_true", help="print the documents as JSON")
     search.add_argument(
@@ -49,38 +54,91 @@ def build_parser() -> argparse.ArgumentParser:
         help="expand the query with a chat model (OpenAI; needs OPENAI_API_KEY and the"
         " 'openai' extra): alternative phrasings and related terms widen recall",
     )
-    search.add_argument(
-        "--chat-model",
-        default=os.environ.get(CHAT_MODEL_ENV, DEFAULT_CHAT_MODEL),
-        help=f"the OpenAI model --expand uses (default ${CHAT_MODEL_ENV} or {DEFAULT_CHAT_MODEL})",
+    _add_chat_model_argument(search, "--expand")
+
+    context = commands.add_parser(
+        "context", help="print the XML context a chat model gets for a question (no model)"
     )
-    search.add_argument("--exclude", action="append", default=None, help="exclusion rule")
-    search.add_argument("--include", action="append", default=None, help="inclusion rule")
-    search.add_argument("--verbose", action="store_true", help="log warnings about notes")
+    _add_question_arguments(context)
+    ask = commands.add_parser(
+        "ask", help="answer a question from the vault with a chat model (OpenAI)"
+    )
+    _add_question_arguments(ask)
+    _add_chat_model_argument(ask, "ask")
     return parser
 
 
+def _add_vault_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--vault", required=True, help="the vault folder")
+    parser.add_argument("--exclude", action="append", default=None, help="exclusion rule")
+    parser.add_argument("--include", action="append", default=None, help="inclusion rule")
+    parser.add_argument("--verbose", action="store_true", help="log warnings about notes")
+
+
+def _add_question_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "question", nargs="+", help="the question; [[notes]], #tags and periods are filters"
+    )
+    _add_vault_arguments(parser)
+    parser.add_argument(
+        "--time",
+        default=None,
+        help='the period to answer from, e.g. "last week" (default: the one the question'
+        " names, if any)",
+    )
+    parser.add_argument(
+        "--k",
+        type=int,
+        default=DEFAULT_MAX_RESULTS,
+        help=f"documents for questions without tags or period (1..100, default"
+        f" {DEFAULT_MAX_RESULTS}; tag and period questions get up to 100)",
+    )
+
+
+def _add_chat_model_argument(parser: argparse.ArgumentParser, user: str) -> None:
+    parser.add_argument(
+        "--chat-model",
+        default=os.environ.get(CHAT_MODEL_ENV, DEFAULT_CHAT_MODEL),
+        help=f"the OpenAI model {user} uses (default ${CHAT_MODEL_ENV} or {DEFAULT_CHAT_MODEL})",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; returns the exit status (2 for bad arguments)."""
+    """Run the command; returns the exit status (2 for bad arguments, 1 for a failed model)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING if args.verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if not 1 <= args.k <= 100:
+        print(f"vaultsearch: --k must be between 1 and 100, got {args.k}", file=sys.stderr)
+        return 2
+    run = {"search": _search, "context": _context, "ask": _ask}[args.command]
+    try:
+        return run(args)
+    except UsageError as exc:
+        print(f"vaultsearch: {exc}", file=sys.stderr)
+        return 2
+
+
+def _open_vault(args: argparse.Namespace) -> Vault:
+    try:
+        # One command per process: nothing to keep fresh, so no folder watches.
+        return Vault(args.vault, inclusions=args.include, exclusions=args.exclude, watch=False)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _search(args: argparse.Namespace) -> int:
     if args.expand:
         # Whoever asks for expansion hears why it fell back, even without --verbose.
         logging.getLogger("langchain_vaultsearch.query_expander").setLevel(logging.WARNING)
     query = " ".join(args.query)
-    if not 1 <= args.k <= 100:
-        print(f"vaultsearch: --k must be between 1 and 100, got {args.k}", file=sys.stderr)
-        return 2
-    try:
-        # One query per process: nothing to keep fresh, so no folder watches.
-        vault = Vault(args.vault, inclusions=args.include, exclusions=args.exclude, watch=False)
-        expander = QueryExpander(openai_chat_model(args.chat_model)) if args.expand else None
-    except (ValueError, UsageError) as exc:
-        print(f"vaultsearch: {exc}", file=sys.stderr)
-        return 2
+    vault = _open_vault(args)
+    expander = None
+    if args.expand:
+        llm = openai_chat_model(args.chat_model, needed_by="--expand", hint="or leave out --expand")
+        expander = QueryExpander(llm)
     retriever = TieredLexicalRetriever(vault=vault, k=args.k, query_expander=expander)
     documents = retriever.invoke(query)
     expansion = retriever.last_query_expansion
@@ -106,20 +164,72 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def openai_chat_model(model: str) -> BaseChatModel:
-    """The chat model `--expand` uses: OpenAI, the default provider (DESIGN decision 8).
+def _context(args: argparse.Namespace) -> int:
+    """Print exactly the context `ask` would give the model."""
+    chain = create_vault_context_chain(vault=_open_vault(args), max_results=args.k)
+    print(chain.invoke(_question_input(args))["context"])
+    return 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    """Stream the model's answer, then list the sources the context showed it."""
+    llm = openai_chat_model(
+        args.chat_model,
+        needed_by="ask",
+        hint="`vaultsearch context` shows what the model would read, without one",
+    )
+    chain = create_vault_qa_chain(vault=_open_vault(args), llm=llm, max_results=args.k)
+    inputs = _question_input(args)
+    sources: list[dict[str, Any]] = []
+    try:
+        for chunk in chain.stream(inputs):
+            sources = chunk.get("sources", sources)
+            print(chunk.get("answer", ""), end="", flush=True)
+    except Exception as exc:
+        print(f"\nvaultsearch: the chat model failed: {exc}", file=sys.stderr)
+        return 1
+    print()
+    shown = [source for source in sources if source["id"] is not None]
+    if shown:
+        print("\nSources:")
+        for source in shown:
+            how = f"  ({source['matchType']})" if source["matchType"] else ""
+            print(f"[{source['id']}] {source['path'] or source['title']}{how}")
+    return 0
+
+
+def _question_input(args: argparse.Namespace) -> dict[str, Any]:
+    """The chain's input; a blank question or an unreadable --time is the user's to fix."""
+    question = " ".join(args.question).strip()
+    if not question:
+        msg = "the question is empty"
+        raise UsageError(msg)
+    try:
+        resolve_time_range(args.time)
+    except ValueError as exc:
+        raise UsageError(f"--time: {exc}") from None
+    return {"question": question, "time_range": args.time}
+
+
+def openai_chat_model(model: str, *, needed_by: str, hint: str) -> BaseChatModel:
+    """The chat model a command uses: OpenAI, the default provider (DESIGN decision 8).
+
+    Args:
+        model: the OpenAI model name.
+        needed_by: the option or command that needs the model, for the messages.
+        hint: what the user can do without a model, for the missing-key message.
 
     Raises:
         UsageError: without `OPENAI_API_KEY`, without langchain-openai, or when the client
             rejects its settings.
     """
     if not os.environ.get("OPENAI_API_KEY"):
-        msg = "--expand needs OPENAI_API_KEY in the environment (or leave out --expand)"
+        msg = f"{needed_by} needs OPENAI_API_KEY in the environment ({hint})"
         raise UsageError(msg)
     try:
         from langchain_openai import ChatOpenAI
     except ImportError:
-        msg = "--expand needs langchain-openai: pip install 'langchain-vaultsearch[openai]'"
+        msg = f"{needed_by} needs langchain-openai: pip install 'langchain-vaultsearch[openai]'"
         raise UsageError(msg) from None
     try:
         return ChatOpenAI(model=model)

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE
 from langchain_vaultsearch.search.expansion import note_mentions
-from langchain_vaultsearch.time_ranges import TimeRange, parse_time_expression
+from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
 from langchain_vaultsearch.vault.markdown import extract_tags_from_query, tag_hierarchy
 from langchain_vaultsearch.vault.vault import NoteInfo, Vault
 
@@ -233,12 +233,12 @@ class FilterRetriever(BaseModel):
         """
         max_docs = self._checked_limit(limit)
         current = _aware(now)
-        window = _as_time_range(time_range, current)
+        window = resolve_time_range(time_range, current)
         vault = self._vault
         vault.refresh()
         notes = list(vault.notes.values())
         mentions = {name: vault.resolve(name) for name in note_mentions(query or "")}
-        tags = _tag_filters(query or "", salient_terms)
+        tags = tag_filters(query or "", salient_terms)
         wanted = frozenset(tags)
 
         matches = [
@@ -335,18 +335,12 @@ def _aware(now: datetime | None) -> datetime:
     return datetime.now().astimezone() if now is None else now.astimezone()
 
 
-def _as_time_range(time_range: TimeRange | str | None, now: datetime) -> TimeRange | None:
-    if time_range is None or isinstance(time_range, TimeRange):
-        return time_range
-    parsed = parse_time_expression(time_range, now)
-    if parsed is None:
-        msg = f"Unable to parse time expression: {time_range!r}"
-        raise ValueError(msg)
-    return parsed
+def tag_filters(query: str, salient_terms: Sequence[str] | None) -> tuple[str, ...]:
+    """Tags to filter on: the `#` salient terms, else the tags typed in the query.
 
-
-def _tag_filters(query: str, salient_terms: Sequence[str] | None) -> tuple[str, ...]:
-    """Tags to filter on: the `#` salient terms, else the tags typed in the query."""
+    Lowercased, `#`-prefixed and deduplicated; the orchestration layer reads them too, to
+    know a tag query (which needs lexical search and the larger limit) before any search.
+    """
     typed = [term for term in salient_terms or () if term.strip().startswith("#")]
     raw = typed or extract_tags_from_query(query)
     normalized = (tag_hierarchy(tag) for tag in raw)

@@ -122,6 +122,23 @@ _VAULT_MARKER = re.compile(r"@vault\b", re.IGNORECASE)
 _NOW_WORDS = frozenset({"now", "today", "present", "the present", "date"})
 
 
+# find_time_expression: what is not prose, which words may start a period, and which
+# words are ordinary words as often as they are month or weekday names.
+_NOT_PROSE = re.compile(r"!?\[\[.*?\]\]|(?<!\S)#[^\s#]+|`[^`\n]*`")
+_MAX_PHRASE_WORDS = 12
+_TIME_WORD = re.compile(
+    r"\d|today|yesterday|tomorrow|\b(?:day|week|month|quarter|year)s?\b|"
+    + "|".join(rf"\b{name}\b" for name in sorted({*_MONTHS, *_WEEKDAYS}, key=len, reverse=True)),
+    re.IGNORECASE,
+)
+_FILLER_WORDS = frozenset({"in", "during", "on", "for", "over", "within", "the"})
+_PREPOSITIONS = (_FILLER_WORDS - {"the"}) | {"since"}
+_LEADING_WORDS = _FILLER_WORDS | {"since"}
+_NAMES = frozenset({*_MONTHS, *_WEEKDAYS})
+_EDGE_PUNCTUATION = " ?!.,;:\"'()"
+_EARLIEST_YEAR = 1900
+
+
 @dataclass(frozen=True)
 class TimeRange:
     """A span of time, both ends included, as timezone-aware local datetimes.
@@ -307,6 +324,104 @@ def parse_time_expression(text: str, now: datetime | None = None) -> TimeRange |
     except (ValueError, OverflowError):
         # Dates beyond year 1..9999 ("last 5000 years"), or a day that does not exist.
         return None
+
+
+def resolve_time_range(
+    time_range: TimeRange | str | None, now: datetime | None = None
+) -> TimeRange | None:
+    """A `TimeRange` as given, or the range a time expression names.
+
+    Args:
+        time_range: a range, an expression for `parse_time_expression`, or None.
+        now: the current time for reading the expression (see `parse_time_expression`).
+
+    Returns:
+        The range, or None when `time_range` is None.
+
+    Raises:
+        ValueError: for an expression `parse_time_expression` cannot read (the message
+            names it), so a typo is reported instead of searching without a range.
+    """
+    if time_range is None or isinstance(time_range, TimeRange):
+        return time_range
+    parsed = parse_time_expression(time_range, now)
+    if parsed is None:
+        msg = f"Unable to parse time expression: {time_range!r}"
+        raise ValueError(msg)
+    return parsed
+
+
+def find_time_expression(text: str, now: datetime | None = None) -> TimeRange | None:
+    """The period a question speaks of, found inside free text.
+
+    "What did I decide in #meetings last week?" asks about last week's notes; this finds
+    "last week" in it. Every run of up to 12 words is tried with `parse_time_expression`;
+    the longest run that reads as a time expression wins (the first one on a tie), so
+    "from march 3 to march 10" is one range, not "march 3". Wikilinks, tags and inline
+    code are not prose: `[[2024-04-17 Auth Review]]` names a note, not a day.
+
+    Words that are mostly something else do not count on their own: a bare month or
+    weekday name needs a preposition ("in May", "on Friday"; not "may", "the march"),
+    and a period must start before the end of next year and end after 1900 ("port
+    3001", "the 2048 puzzle" and "error 1004" are not years).
+
+    Args:
+        text: the question.
+        now: the current time (see `parse_time_expression`).
+
+    Returns:
+        The range, labelled with the words that named it (without a leading "in",
+        "during" or "the"), or None when the text names no period.
+    """
+    today = _local_now(now).date()
+    best: list[str] = []
+    found: TimeRange | None = None
+    for piece in _NOT_PROSE.split(text or ""):
+        words = piece.split()
+        timely = [bool(_TIME_WORD.search(word)) for word in words]
+        if not any(timely):
+            continue
+        for length in range(min(_MAX_PHRASE_WORDS, len(words)), len(best), -1):
+            found_here = _first_phrase(words, timely, length, now, today)
+            if found_here is not None:
+                best, found = found_here
+                break
+    if found is None:
+        return None
+    while len(best) > 1 and best[0].lower() in _FILLER_WORDS:
+        shorter = parse_time_expression(" ".join(best[1:]), now)
+        if shorter is None or (shorter.start, shorter.end) != (found.start, found.end):
+            break
+        best, found = best[1:], shorter
+    return found
+
+
+def _first_phrase(
+    words: list[str], timely: list[bool], length: int, now: datetime | None, today: date
+) -> tuple[list[str], TimeRange] | None:
+    """The leftmost run of `length` words that names a plausible period.
+
+    Only runs with a word that can be part of a time expression (`timely`) are parsed.
+    """
+    for start in range(len(words) - length + 1):
+        if not any(timely[start : start + length]):
+            continue
+        phrase = words[start : start + length]
+        found = parse_time_expression(" ".join(phrase), now)
+        if found is not None and _plausible(phrase, found, today):
+            return phrase, found
+    return None
+
+
+def _plausible(phrase: list[str], found: TimeRange, today: date) -> bool:
+    words = [word.lower().strip(_EDGE_PUNCTUATION) for word in phrase]
+    content = list(words)
+    while content and content[0] in _LEADING_WORDS:
+        content.pop(0)
+    if len(content) == 1 and content[0].rstrip(".") in _NAMES and words[0] not in _PREPOSITIONS:
+        return False
+    start, end = found.start.astimezone().date(), found.end.astimezone().date()
+    return start.year <= today.year + 1 and end.year >= _EARLIEST_YEAR
 
 
 def _local_now(now: datetime | None) -> datetime:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatResult
 
-from langchain_vaultsearch import cli
+from langchain_vaultsearch import cli, create_vault_context_chain
 from langchain_vaultsearch.cli import main
 from tests.conftest import write_vault
 from tests.fake_models import PIANO_REPLY, ScriptedChatModel
@@ -79,7 +84,7 @@ def fake_chat_model(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Replace the OpenAI model with a fake answering seed 001's piano example."""
     requested: list[str] = []
 
-    def fake(model: str) -> BaseChatModel:
+    def fake(model: str, **_messages: str) -> BaseChatModel:
         requested.append(model)
         return ScriptedChatModel(responses=[PIANO_REPLY])
 
@@ -166,7 +171,7 @@ def test_openai_chat_model_is_built_with_the_requested_model(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    model = cli.openai_chat_model("gpt-4.1-mini")
+    model = cli.openai_chat_model("gpt-4.1-mini", needed_by="--expand", hint="")
     assert type(model).__name__ == "ChatOpenAI"
     assert model.model_name == "gpt-4.1-mini"  # type: ignore[attr-defined]
 
@@ -177,3 +182,135 @@ def test_without_expand_no_model_is_built(
     assert main(["search", "--vault", str(expand_vault), "--explain", "piano"]) == 0
     assert fake_chat_model == []
     assert "expansion:      fallback" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- context and ask
+
+QA_VAULT = {
+    "Projects/Alpha.md": "# Alpha\n\nAlpha is the zeppelin project. #project/alpha\n",
+    "Meetings/Kickoff.md": "# Kickoff\n\nDecided: JWT sessions for the app. #meeting\n",
+    "Notes/Sessions.md": "# Sessions\n\nJWT sessions versus database sessions.\n",
+}
+ANSWER = "JWT sessions [^1].\n\n#### Sources\n[^1]: [[Kickoff]]"
+
+
+@pytest.fixture
+def qa_vault(tmp_path: Path) -> Path:
+    return write_vault(tmp_path / "vault", dict(QA_VAULT))
+
+
+def test_context_prints_exactly_what_the_model_would_read(
+    qa_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    question = "What did I decide about [[Alpha]] sessions in #meeting?"
+    assert main(["context", "--vault", str(qa_vault), question]) == 0
+    out = capsys.readouterr().out
+    expected = create_vault_context_chain(vault_path=str(qa_vault)).invoke(question)["context"]
+    assert out == expected + "\n"
+    tree = ET.fromstring(out)  # noqa: S314 (our own output)
+    filters = [
+        doc.findtext("path") for doc in tree.iter("document") if doc.find("matchType") is not None
+    ]
+    assert filters == ["Projects/Alpha.md", "Meetings/Kickoff.md"]
+    assert "<searchResults>" in out
+    assert "Notes/Sessions.md" in out
+
+
+def test_context_reads_the_time_range_from_the_question_or_from_time(
+    qa_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["context", "--vault", str(qa_vault), "what did I write today?"]) == 0
+    today = capsys.readouterr().out
+    assert today.startswith('<localSearch timeRange="today">')
+    assert today.count("<matchType>time-filtered</matchType>") == len(QA_VAULT)
+    argv = ["context", "--vault", str(qa_vault), "--time", "Q1 1990", "what did I write today?"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith('<localSearch timeRange="Q1 1990">')
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--time", "someday", "what?"], "vaultsearch: --time: Unable to parse time expression"),
+        (["  "], "vaultsearch: the question is empty"),
+        (["--k", "101", "what?"], "vaultsearch: --k must be between 1 and 100, got 101"),
+    ],
+)
+def test_context_bad_arguments_exit_2(
+    qa_vault: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["context", "--vault", str(qa_vault), *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.splitlines()) == 1
+    assert captured.err.startswith(message)
+
+
+def test_context_of_a_missing_vault_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["context", "--vault", "/definitely/not/here", "what?"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.fixture
+def fake_answer_model(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replace the OpenAI model with a fake that streams ANSWER."""
+    requested: list[str] = []
+
+    def fake(model: str, **_messages: str) -> BaseChatModel:
+        requested.append(model)
+        return GenericFakeChatModel(messages=iter([AIMessage(content=ANSWER)]))
+
+    monkeypatch.setattr(cli, "openai_chat_model", fake)
+    return requested
+
+
+def test_ask_prints_the_answer_and_its_sources(
+    qa_vault: Path, fake_answer_model: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["ask", "--vault", str(qa_vault), "--chat-model", "gpt-test", "Why", "[[Kickoff]]?"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    answer, sources = out.split("\nSources:\n")
+    assert answer.strip() == ANSWER
+    assert sources.splitlines()[0] == "[1] Meetings/Kickoff.md  (title-match)"
+    assert fake_answer_model == ["gpt-test"]
+
+
+def test_ask_without_api_key_is_a_one_line_error(
+    qa_vault: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["ask", "--vault", str(qa_vault), "Why JWT?"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        "vaultsearch: ask needs OPENAI_API_KEY in the environment (`vaultsearch context` shows"
+        " what the model would read, without one)"
+    ]
+
+
+def test_ask_without_langchain_openai_is_a_one_line_error(
+    qa_vault: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setitem(sys.modules, "langchain_openai", None)  # import fails
+    assert main(["ask", "--vault", str(qa_vault), "Why JWT?"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "vaultsearch: ask needs langchain-openai: pip install 'langchain-vaultsearch[openai]'"
+    ]
+
+
+def test_ask_reports_a_failing_model_without_a_traceback(
+    qa_vault: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class RejectedChatModel(GenericFakeChatModel):
+        def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+            raise RuntimeError("401 invalid api key")
+
+    def failing(model: str, **_messages: str) -> BaseChatModel:
+        return RejectedChatModel(messages=iter([]))
+
+    monkeypatch.setattr(cli, "openai_chat_model", failing)
+    assert main(["ask", "--vault", str(qa_vault), "Why JWT?"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == "vaultsearch: the chat model failed: 401 invalid api key"

@@ -36,6 +36,24 @@ EXPECTED_OUTPUT = {
         "grade -.-> answer;",
         "grade -> ['relevant']",
     ],
+    "03_filters_tags_time.ipynb": [
+        "examples/sample-vault",
+        "49 notes",
+        "[[Next.js OAuth Setup]] -> Projects/Alpha/Next.js OAuth Setup.md",
+        "unresolved: ['No Such Note']",
+        "#project/alpha: 24 notes\n#project: 25 notes",
+        "last week 2024-04-15 to 2024-04-21",
+        "0.93 time-filtered Daily/2024-04-19.md",
+        "found: last week\n  #meeting Daily/2024-04-17.md\n"
+        "  #meeting Meetings/2024-04-17 Auth Review.md",
+        "search documents of filtered notes dropped",
+        "limit 100 | searched True\nfilter title-match Project Alpha.md",
+        "time range: last week | searched False | 9 documents",
+        "<filterResults>",
+        '<localSearch timeRange="week of 2024-04-15">\nDaily/2024-04-17.md time-filtered\n'
+        "Meetings/2024-04-17 Auth Review.md time-filtered\nProject Alpha.md title-match",
+        "['Project Alpha.md',",
+    ],
 }
 
 

@@ -10,7 +10,8 @@ from datetime import date, datetime, time, timedelta, timezone
 
 import pytest
 
-from langchain_vaultsearch import TimeRange, parse_time_expression
+from langchain_vaultsearch import TimeRange, find_time_expression, parse_time_expression
+from langchain_vaultsearch.time_ranges import resolve_time_range
 
 # The reference's mocked clock: Monday 2024-01-15 12:00, local time.
 NOW = datetime(2024, 1, 15, 12, 0)
@@ -329,3 +330,91 @@ def test_late_evening_belongs_to_the_local_day() -> None:
     yesterday = parse_time_expression("yesterday", datetime(2024, 1, 15, 12))
     assert yesterday is not None
     assert yesterday.contains(evening)
+
+
+# --------------------------------------------------------------------------- in questions
+
+
+def found(question: str, now: datetime = NOW) -> tuple[str, str, str] | None:
+    """What find_time_expression reads in a question: (label, first day, last day)."""
+    period = find_time_expression(question, now)
+    if period is None:
+        return None
+    return period.label, period.start.date().isoformat(), period.end.date().isoformat()
+
+
+@pytest.mark.parametrize(
+    ("question", "label", "start", "end"),
+    [
+        (
+            "What did I decide about [[Project Alpha]] in #meetings last week?",
+            "last week",
+            "2024-01-08",
+            "2024-01-14",
+        ),
+        ("what did I write yesterday", "yesterday", "2024-01-14", "2024-01-14"),
+        ("Summarise my notes from the last 3 days.", "last 3 days", "2024-01-12", "2024-01-15"),
+        ("Q1 2023 goals: did I meet them?", "Q1 2023", "2023-01-01", "2023-03-31"),
+        ("plans for next month", "next month", "2024-02-01", "2024-02-29"),
+        (
+            "What happened during the week of 2024-01-03?",
+            "week of 2024-01-03",
+            "2024-01-01",
+            "2024-01-07",
+        ),
+        # The longest phrase wins: one range, not its first day.
+        (
+            "notes from march 3 to march 10 please",
+            "from march 3 to march 10",
+            "2023-03-03",
+            "2023-03-10",
+        ),
+        (
+            "between 2023-12-01 and 2023-12-24, what shipped?",
+            "between 2023-12-01 and 2023-12-24",
+            "2023-12-01",
+            "2023-12-24",
+        ),
+        # A bare month or weekday counts after a preposition; the label drops the filler.
+        ("What did I cook in May?", "May", "2023-05-01", "2023-05-31"),
+        ("what did I do on friday?", "friday", "2024-01-12", "2024-01-12"),
+        ("my 1999 diary", "1999", "1999-01-01", "1999-12-31"),
+        ("what did Sarah say since january 10", "since january 10", "2024-01-10", "2024-01-15"),
+    ],
+)
+def test_time_phrases_are_found_inside_questions(
+    question: str, label: str, start: str, end: str
+) -> None:
+    assert found(question) == (label, start, end)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How do I set up OAuth in Next.js?",
+        "may I see the deployment notes",  # "may" the verb
+        "notes about the march on Washington",  # "march" the noun
+        "What happened in [[2024-01-10 Standup]]?",  # a note's name, not a day
+        "notes tagged #2024",  # a tag
+        "why does `date 2024-01-10` fail",  # code
+        "the dev server runs on port 3001",  # not a year
+        "how did I solve the 2048 puzzle",  # a game, not a year ahead
+        "Excel error 1004 again",
+        "",
+    ],
+)
+def test_words_that_only_look_like_time_are_not_periods(question: str) -> None:
+    assert find_time_expression(question, NOW) is None
+
+
+def test_first_of_two_equally_long_phrases_wins() -> None:
+    assert found("yesterday or today?") == ("yesterday", "2024-01-14", "2024-01-14")
+
+
+def test_resolve_time_range_passes_ranges_and_reads_expressions() -> None:
+    week = parse_time_expression("last week", NOW)
+    assert resolve_time_range(week) is week
+    assert resolve_time_range(None) is None
+    assert resolve_time_range("last week", NOW) == week
+    with pytest.raises(ValueError, match="Unable to parse time expression: 'someday'"):
+        resolve_time_range("someday", NOW)

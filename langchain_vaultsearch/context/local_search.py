@@ -254,7 +254,7 @@ def _entry(doc: Document) -> _Entry | None:
         title=_string(meta.get("title")) or path or "Untitled",
         path=path,
         text=sanitize_for_citations(text).strip(),
-        score=_score(meta),
+        score=document_score(meta),
         modified=_timestamp(meta.get("mtime")),
         source=source,
         is_filter=is_filter,
@@ -439,7 +439,12 @@ def _string(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def _score(meta: dict[str, Any]) -> float:
+def document_score(meta: dict[str, Any]) -> float:
+    """A document's relevance: `rerank_score`, else `score`, else 0 (non-numbers ignored).
+
+    One rule for the relevance header, the sources and the one-chunk-per-note choice, so
+    they never disagree about which document scored higher.
+    """
     for key in ("rerank_score", "score"):
         value = meta.get(key)
         if _is_number(value) and math.isfinite(value):

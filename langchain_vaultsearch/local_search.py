@@ -1,0 +1,353 @@
+"""`local_search`: one question, the notes it names and the chunks that answer it.
+
+The orchestration layer of the original's `localSearch` tool (reference sections 0 and
+17), over LangChain retrievers:
+
+1. `FilterRetriever` always runs: the `[[notes]]` the question names, its `#tags`, or the
+   notes of its time range. Its documents are never cut.
+2. The main retriever (any `BaseRetriever`: what a retriever factory picks, by default a
+   `TieredLexicalRetriever` over the same `Vault`) runs only without a time range, since
+   "what did I do last week" is answered by last week's notes, not by ranking words like
+   "did". A tag query uses the lexical retriever whatever the main one is: tags are exact
+   terms, which lexical search matches and embeddings blur.
+3. Search documents of notes a filter document already covers are dropped
+   (`merge_filter_and_search_results`), then the search documents are cut to one chunk per
+   note (the best scored): the context shows more notes instead of more chunks of one.
+4. Filter documents come first, then search documents, at most 30, or 100 for tag and
+   time queries, which ask for "all of them".
+
+Every returned document carries `isFilterResult` and `matchType` (how a filter document
+matched; for a search document its `source`, e.g. `lexical`), so the context can split
+`<filterResults>` from `<searchResults>`.
+
+`alocal_search` runs the filter and the main retriever concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+
+from langchain_vaultsearch.context.local_search import (
+    ContextOptions,
+    LocalSearchContext,
+    build_local_search_context,
+    document_score,
+)
+from langchain_vaultsearch.filters import FilterResult, FilterRetriever, tag_filters
+from langchain_vaultsearch.merge import merge_filter_and_search_results
+from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
+from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, RETURN_ALL_LIMIT
+from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
+from langchain_vaultsearch.vault.vault import Vault
+
+DEFAULT_MAX_RESULTS = 30
+"""Documents per question (the original's maxSourceChunks)."""
+
+
+@dataclass(frozen=True)
+class LocalSearchResult:
+    """What `local_search` found for one question.
+
+    Attributes:
+        documents: filter documents (whole notes, in the filter's order), then search
+            documents (one chunk per note, best first); at most `limit`.
+        filter_result: the filter's report: mentions and how they resolved, the tags and
+            time range applied, whether matches were left out.
+        time_range: the time range searched, if any.
+        limit: the cap that applied: `max_results`, or 100 for tag and time queries.
+        searched: whether the main (or forced lexical) retriever ran; it does not with a
+            time range.
+    """
+
+    documents: list[Document]
+    filter_result: FilterResult
+    time_range: TimeRange | None
+    limit: int
+    searched: bool
+
+    @property
+    def filter_documents(self) -> list[Document]:
+        """The documents the question named (`isFilterResult` true)."""
+        return [doc for doc in self.documents if doc.metadata["isFilterResult"]]
+
+    @property
+    def search_documents(self) -> list[Document]:
+        """The ranked documents (`isFilterResult` false)."""
+        return [doc for doc in self.documents if not doc.metadata["isFilterResult"]]
+
+    def build_context(self, options: ContextOptions | None = None) -> LocalSearchContext:
+        """The `<localSearch>` context a chat model answers from, with its sources.
+
+        Args:
+            options: limits and wording of the context; defaults match the original.
+        """
+        label = self.time_range.label if self.time_range is not None else None
+        return build_local_search_context(self.documents, time_range_label=label, options=options)
+
+
+def local_search(
+    query: str,
+    *,
+    vault: Vault | None = None,
+    vault_path: str | None = None,
+    filter_retriever: FilterRetriever | None = None,
+    retriever: BaseRetriever | None = None,
+    lexical_retriever: TieredLexicalRetriever | None = None,
+    time_range: TimeRange | str | None = None,
+    salient_terms: Sequence[str] | None = None,
+    max_results: int = DEFAULT_MAX_RESULTS,
+    now: datetime | None = None,
+    config: RunnableConfig | None = None,
+) -> LocalSearchResult:
+    """Search a vault for a question: the notes it names, then the chunks that answer it.
+
+    Pass the retrievers once made to reuse their scan and index across questions; with
+    only `vault` or `vault_path`, both are made for this call (fine for one question,
+    slow for many).
+
+    Args:
+        query: the question; `[[mentions]]` and `#tags` are read from it.
+        vault: the vault the default retrievers share.
+        vault_path: the vault folder, when neither `vault` nor a retriever with a vault
+            is given.
+        filter_retriever: the filter to use; its vault is the shared one.
+        retriever: the main retriever, any `BaseRetriever`; defaults to a
+            `TieredLexicalRetriever` over the shared vault.
+        lexical_retriever: the retriever tag queries use when `retriever` is not a
+            `TieredLexicalRetriever`; without one, one is made over the shared vault.
+        time_range: a `TimeRange`, or an expression such as "last week"; with one, only
+            the filter runs.
+        salient_terms: the question's salient terms (e.g. from an LLM tool call); terms
+            starting with `#` are the tag filters, and a lexical retriever ranks with
+            them.
+        max_results: documents without tags or time range (1..100, default 30).
+        now: the current time, for reading `time_range` and for recency scores.
+        config: LangChain config (callbacks, tags) for the main retriever's run.
+
+    Returns:
+        The documents and what the filter found.
+
+    Raises:
+        ValueError: no vault to search, both `vault` and `vault_path`, a `max_results`
+            out of range, a non-string query, or a time expression that cannot be read.
+    """
+    plan = _plan(
+        query,
+        vault=vault,
+        vault_path=vault_path,
+        filter_retriever=filter_retriever,
+        retriever=retriever,
+        lexical_retriever=lexical_retriever,
+        time_range=time_range,
+        salient_terms=salient_terms,
+        max_results=max_results,
+        now=now,
+    )
+    found = plan.filter_retriever.find(
+        query, plan.time_range, salient_terms=salient_terms, limit=plan.limit, now=now
+    )
+    searched: list[Document] = []
+    if plan.retriever is not None:
+        searched = plan.retriever.invoke(query, config, **plan.retriever_kwargs)
+    return plan.result(found, searched)
+
+
+async def alocal_search(
+    query: str,
+    *,
+    vault: Vault | None = None,
+    vault_path: str | None = None,
+    filter_retriever: FilterRetriever | None = None,
+    retriever: BaseRetriever | None = None,
+    lexical_retriever: TieredLexicalRetriever | None = None,
+    time_range: TimeRange | str | None = None,
+    salient_terms: Sequence[str] | None = None,
+    max_results: int = DEFAULT_MAX_RESULTS,
+    now: datetime | None = None,
+    config: RunnableConfig | None = None,
+) -> LocalSearchResult:
+    """Async twin of `local_search`: the filter and the main retriever run concurrently."""
+    plan = _plan(
+        query,
+        vault=vault,
+        vault_path=vault_path,
+        filter_retriever=filter_retriever,
+        retriever=retriever,
+        lexical_retriever=lexical_retriever,
+        time_range=time_range,
+        salient_terms=salient_terms,
+        max_results=max_results,
+        now=now,
+    )
+    filtering = plan.filter_retriever.afind(
+        query, plan.time_range, salient_terms=salient_terms, limit=plan.limit, now=now
+    )
+    if plan.retriever is None:
+        return plan.result(await filtering, [])
+    searching = plan.retriever.ainvoke(query, config, **plan.retriever_kwargs)
+    found, searched = await asyncio.gather(filtering, searching)
+    return plan.result(found, searched)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one question runs, decided before anything runs (so async can run it at once)."""
+
+    filter_retriever: FilterRetriever
+    retriever: BaseRetriever | None
+    retriever_kwargs: dict[str, Any]
+    time_range: TimeRange | None
+    limit: int
+
+    def result(self, found: FilterResult, searched: Sequence[Document]) -> LocalSearchResult:
+        merged = merge_filter_and_search_results(found.documents, searched)
+        filter_docs = [_marked(doc, is_filter=True) for doc in merged.filter_results]
+        search_docs = [
+            _marked(doc, is_filter=False) for doc in _best_chunk_per_note(merged.search_results)
+        ]
+        # The filter asked for at most `limit`, so only search documents can be cut here.
+        documents = [*filter_docs, *search_docs][: max(self.limit, len(filter_docs))]
+        return LocalSearchResult(
+            documents=documents,
+            filter_result=found,
+            time_range=self.time_range,
+            limit=self.limit,
+            searched=self.retriever is not None,
+        )
+
+
+def check_max_results(max_results: object) -> None:
+    """Raise a `ValueError` unless `max_results` is an integer in 1..100."""
+    low, high = MAX_RESULTS_RANGE
+    if isinstance(max_results, bool) or not isinstance(max_results, int):
+        msg = f"max_results must be an integer, got {max_results!r}"
+        raise ValueError(msg)
+    if not low <= max_results <= high:
+        msg = f"max_results must be between {low} and {high}, got {max_results}"
+        raise ValueError(msg)
+
+
+def _plan(
+    query: str,
+    *,
+    vault: Vault | None,
+    vault_path: str | None,
+    filter_retriever: FilterRetriever | None,
+    retriever: BaseRetriever | None,
+    lexical_retriever: TieredLexicalRetriever | None,
+    time_range: TimeRange | str | None,
+    salient_terms: Sequence[str] | None,
+    max_results: int,
+    now: datetime | None,
+) -> _Plan:
+    if not isinstance(query, str):
+        msg = f"query must be a string, got {type(query).__name__}"
+        raise ValueError(msg)
+    check_max_results(max_results)
+    window = resolve_time_range(time_range, now)
+    retrievers = search_retrievers(
+        vault=vault,
+        vault_path=vault_path,
+        filter_retriever=filter_retriever,
+        retriever=retriever,
+        lexical_retriever=lexical_retriever,
+    )
+    tag_query = bool(tag_filters(query, salient_terms))
+    limit = RETURN_ALL_LIMIT if window is not None or tag_query else max_results
+    main: BaseRetriever | None = None
+    if window is None:
+        main = retrievers.lexical_retriever if tag_query else retrievers.retriever
+    kwargs: dict[str, Any] = {}
+    if isinstance(main, TieredLexicalRetriever):
+        kwargs = {"k": limit, "salient_terms": list(salient_terms or ())}
+    return _Plan(retrievers.filter_retriever, main, kwargs, window, limit)
+
+
+class SearchRetrievers(NamedTuple):
+    """The retrievers `local_search` runs, over one shared `Vault`.
+
+    Attributes:
+        filter_retriever: the `[[mentions]]`, `#tags` and time-range filter.
+        retriever: the main retriever for questions without a time range.
+        lexical_retriever: the retriever of tag queries: `retriever` itself when it is a
+            `TieredLexicalRetriever`.
+    """
+
+    filter_retriever: FilterRetriever
+    retriever: BaseRetriever
+    lexical_retriever: TieredLexicalRetriever
+
+
+def search_retrievers(
+    *,
+    vault: Vault | None = None,
+    vault_path: str | None = None,
+    filter_retriever: FilterRetriever | None = None,
+    retriever: BaseRetriever | None = None,
+    lexical_retriever: TieredLexicalRetriever | None = None,
+) -> SearchRetrievers:
+    """The given retrievers, and defaults over one vault for those not given.
+
+    The vault is `vault`, else the vault of a given filter or lexical retriever, else a
+    new `Vault(vault_path)`: one scan serves every retriever made here. Making a
+    `TieredLexicalRetriever` is cheap; its index is built by its first query.
+
+    Raises:
+        ValueError: both `vault` and `vault_path`, or no vault at all.
+    """
+    if vault is not None and vault_path:
+        msg = "pass vault or vault_path, not both"
+        raise ValueError(msg)
+    shared = vault
+    for given in (filter_retriever, retriever, lexical_retriever):
+        if shared is None and isinstance(given, (FilterRetriever, TieredLexicalRetriever)):
+            shared = given.vault
+    if shared is None:
+        if not vault_path:
+            msg = "local_search needs vault, vault_path or a retriever with a vault"
+            raise ValueError(msg)
+        shared = Vault(vault_path)
+    main = retriever or lexical_retriever or TieredLexicalRetriever(vault=shared)
+    if isinstance(main, TieredLexicalRetriever):
+        lexical = main
+    else:
+        lexical = lexical_retriever or TieredLexicalRetriever(vault=shared)
+    return SearchRetrievers(filter_retriever or FilterRetriever(vault=shared), main, lexical)
+
+
+def _best_chunk_per_note(search_docs: Sequence[Document]) -> list[Document]:
+    """The best scored search document of each note, best first (ties keep their order).
+
+    A note is its `path`; a document without one is its own note, since nothing says
+    which note it belongs to.
+    """
+    best: dict[object, Document] = {}
+    for index, doc in enumerate(search_docs):
+        path = doc.metadata.get("path")
+        key: object = path if isinstance(path, str) and path else index
+        kept = best.get(key)
+        if kept is None or document_score(doc.metadata) > document_score(kept.metadata):
+            best[key] = doc
+    order = {id(doc): index for index, doc in enumerate(search_docs)}
+    return sorted(best.values(), key=lambda doc: (-document_score(doc.metadata), order[id(doc)]))
+
+
+def _marked(doc: Document, *, is_filter: bool) -> Document:
+    """A copy of `doc` with `isFilterResult` and `matchType` (the retriever's own is kept)."""
+    metadata = dict(doc.metadata)
+    source = metadata.get("source")
+    metadata["isFilterResult"] = is_filter
+    metadata["matchType"] = (
+        metadata.get("matchType")
+        or (source if isinstance(source, str) and source else None)
+        or ("filter" if is_filter else "search")
+    )
+    return Document(page_content=doc.page_content, metadata=metadata, id=doc.id)
