@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from langchain_vaultsearch.search import core as core_module
 from langchain_vaultsearch.search.core import SearchCore
-from langchain_vaultsearch.search.index_cache import index_path, load_index
+from langchain_vaultsearch.search.index_cache import HEADER, index_path, load_index
 from langchain_vaultsearch.vault import vault as vault_module
 from langchain_vaultsearch.vault.markdown import Heading, Link, ParsedNote, parse_note
 from langchain_vaultsearch.vault.note_records import (
@@ -58,6 +62,25 @@ def count_reads(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
 
     monkeypatch.setattr(vault_module, "parse_note", counting)
     return lambda: reads[0]
+
+
+def saved_arrays(path: Path) -> dict[str, npt.NDArray[Any]]:
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files if name != HEADER}
+
+
+def rewrite_index(path: Path, **arrays: npt.NDArray[Any]) -> None:
+    """Replace arrays of a saved index, keeping its other members byte for byte."""
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            stem = name.removesuffix(".npy")
+            if stem in arrays:
+                with archive.open(name, "w") as member:
+                    np.lib.format.write_array(member, arrays[stem], allow_pickle=True)
+            else:
+                archive.writestr(name, data)
 
 
 def results(core: SearchCore) -> list[list[tuple[str, float]]]:
@@ -121,11 +144,7 @@ def test_index_holding_pickled_objects_is_refused(
     root = write_vault(tmp_path / "vault", notes(20))
     SearchCore(Vault(root)).retrieve("walrus")
     path = index_path(Vault(root))
-    with np.load(path) as data:
-        arrays = {name: data[name] for name in data.files}
-    arrays["terms"] = np.array([object()], dtype=object)
-    with path.open("wb") as out:
-        np.savez(out, **arrays)
+    rewrite_index(path, terms=np.array([object()], dtype=object))
     with caplog.at_level(logging.WARNING):
         assert load_index(Vault(root)) is None
     assert "Ignoring the saved search index" in caplog.text
@@ -135,14 +154,112 @@ def test_inconsistent_arrays_are_refused(tmp_path: Path, small_thresholds: None)
     root = write_vault(tmp_path / "vault", notes(20))
     SearchCore(Vault(root)).retrieve("walrus")
     path = index_path(Vault(root))
-    with np.load(path) as data:
-        arrays = {name: data[name] for name in data.files}
-    arrays["body_notes"] = arrays["body_notes"] + 10_000
-    with path.open("wb") as out:
-        np.savez(out, **arrays)
+    rewrite_index(path, body_notes=saved_arrays(path)["body_notes"] + 10_000)
     vault = Vault(root)
     assert load_index(vault) is None
     assert vault.notes == {}  # nothing adopted from a refused file
+
+
+def test_saved_index_holds_sorted_terms_and_postings_rows(
+    tmp_path: Path, small_thresholds: None
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    SearchCore(Vault(root)).retrieve("walrus")
+    path = index_path(Vault(root))
+    with zipfile.ZipFile(path) as archive:
+        header = json.loads(archive.read(HEADER))
+    arrays = saved_arrays(path)
+    assert sorted(arrays) == ["body_notes", "body_offsets", "meta_notes", "meta_offsets", "terms"]
+    terms = arrays["terms"].tobytes().decode("utf-8").split("\n")
+    assert terms[-1] == ""  # every term ends with a newline
+    terms = terms[:-1]
+    assert terms == sorted(set(terms))
+    assert {"walrus", "学习", "#project/alpha", "kraken"} <= set(terms)
+    for field in ("body", "meta"):
+        offsets, note_ids = arrays[f"{field}_offsets"], arrays[f"{field}_notes"]
+        assert offsets.shape == (len(terms) + 1,)
+        assert offsets[0] == 0
+        assert offsets[-1] == len(note_ids)
+        assert np.all(np.diff(offsets) >= 0)
+    # The notes holding "walrus" in their text: every note but the two extra ones.
+    walrus = terms.index("walrus")
+    offsets = arrays["body_offsets"]
+    holders = arrays["body_notes"][offsets[walrus] : offsets[walrus + 1]]
+    assert sorted(header["paths"][i] for i in holders) == sorted(
+        path for path in notes(20) if path.startswith("Folder")
+    )
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param({"body_offsets": lambda a: a[::-1].copy()}, id="offsets-descending"),
+        pytest.param({"meta_offsets": lambda a: a[:-1].copy()}, id="offsets-too-short"),
+        pytest.param({"body_offsets": lambda a: a.astype(np.float64) + 0.5}, id="offsets-floats"),
+        pytest.param({"body_notes": lambda a: a[:-1].copy()}, id="fewer-notes-than-offsets"),
+        pytest.param({"body_notes": lambda a: a - 1_000}, id="negative-note-ids"),
+        pytest.param({"terms": lambda a: np.append(a, np.uint8(10))}, id="terms-empty-last"),
+        pytest.param({"terms": lambda a: a[:-1].copy()}, id="terms-no-final-newline"),
+        pytest.param({"terms": lambda a: np.where(a == 10, a, 0xFF)}, id="terms-not-utf8"),
+        pytest.param(
+            {"terms": lambda a: np.concatenate([[np.uint8(0xC3)], a])}, id="terms-cut-utf8"
+        ),
+        pytest.param(
+            {"terms": lambda a: np.concatenate([[np.uint8(10)], a])}, id="terms-empty-term"
+        ),
+        pytest.param({"terms": lambda a: a.astype(np.int32)}, id="terms-not-bytes"),
+    ],
+)
+def test_damaged_arrays_are_refused_before_anything_is_adopted(
+    tmp_path: Path,
+    small_thresholds: None,
+    caplog: pytest.LogCaptureFixture,
+    damage: dict[str, Callable[[npt.NDArray[Any]], npt.NDArray[Any]]],
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    expected = results(SearchCore(Vault(root)))
+    path = index_path(Vault(root))
+    arrays = saved_arrays(path)
+    rewrite_index(path, **{name: change(arrays[name]) for name, change in damage.items()})
+    vault = Vault(root)
+    with caplog.at_level(logging.WARNING):
+        assert load_index(vault) is None
+    assert "Ignoring the saved search index" in caplog.text
+    assert vault.notes == {}
+    assert results(SearchCore(Vault(root))) == expected
+
+
+def test_header_that_is_not_a_json_object_is_refused(
+    tmp_path: Path, small_thresholds: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    SearchCore(Vault(root)).retrieve("walrus")
+    path = index_path(Vault(root))
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members[HEADER] = b'["a list, not an object"]'
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with caplog.at_level(logging.WARNING):
+        assert load_index(Vault(root)) is None
+    assert "Ignoring the saved search index" in caplog.text
+
+
+def test_index_in_the_earlier_layout_is_ignored_quietly(
+    tmp_path: Path, small_thresholds: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before the compact layout the header was a uint8 array member, "header.npy".
+    root = write_vault(tmp_path / "vault", notes(20))
+    path = index_path(Vault(root))
+    path.parent.mkdir()
+    header = json.dumps({"format": "older", "paths": [], "notes": []}).encode()
+    with path.open("wb") as out:
+        np.savez(out, header=np.frombuffer(header, dtype=np.uint8), terms=np.zeros(0, np.uint8))
+    with caplog.at_level(logging.INFO):
+        assert load_index(Vault(root)) is None
+    assert "saved by another version" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 def test_index_from_another_code_version_is_ignored(

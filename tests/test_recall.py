@@ -17,6 +17,7 @@ from langchain_vaultsearch.search.recall import (
     MAX_PREFIX_EXPANSIONS,
     PREFIX_WEIGHT,
     RecallIndex,
+    SortedTerms,
     Vocabulary,
 )
 from langchain_vaultsearch.vault.vault import Vault, VaultChanges
@@ -107,6 +108,126 @@ def test_vocabulary_prefix_weights_below_one() -> None:
     expanded = vocabulary("learn", "learning", "learned").expand("learn")
     assert expanded[0] == ("learn", 1.0)
     assert all(0 < weight < 1 for _, weight in expanded[1:])
+
+
+# --------------------------------------------------------------------------- SortedTerms
+
+
+def sorted_terms(*terms: str) -> SortedTerms:
+    return SortedTerms.from_sorted(sorted(terms))
+
+
+def test_sorted_terms_rank_is_the_id_and_misses_are_none_at_both_ends() -> None:
+    terms = sorted_terms("zulu", "alpha", "beta")
+    assert len(terms) == 3
+    assert terms.decode_all() == ["alpha", "beta", "zulu"]
+    assert [terms.rank(t) for t in ("alpha", "beta", "zulu")] == [0, 1, 2]
+    assert [terms.term(rank) for rank in range(3)] == ["alpha", "beta", "zulu"]
+    for absent in ("", "a", "aaa", "alph", "alphaa", "bet", "c", "zul", "zulua", "zz"):
+        assert terms.rank(absent) is None, absent
+
+
+def test_sorted_terms_prefixed_gives_own_rank_and_the_run_after_it() -> None:
+    terms = sorted_terms("alpha", "beta", "zulu", "zulus", "zuluss")
+    assert terms.prefixed("zul") == (None, range(2, 5))
+    assert terms.prefixed("zulu") == (2, range(3, 5))
+    assert terms.prefixed("zuluss") == (4, range(5, 5))
+    assert terms.prefixed("zz") == (None, range(5, 5))
+    assert terms.prefixed("a") == (None, range(1))
+    assert terms.prefixed("alpha") == (0, range(1, 1))
+    assert terms.prefixed("b") == (None, range(1, 2))
+
+
+def test_sorted_terms_order_and_find_unicode_cjk_and_astral_terms() -> None:
+    words = ["zebra", "café", "cafe", "caféine", "学习", "学生", "习笔", "𠀀𠀁", "ελλάδα", "Ωμέγα"]
+    terms = sorted_terms(*words)
+    assert terms.decode_all() == sorted(words)  # UTF-8 byte order is code point order
+    assert [terms.rank(w) for w in sorted(words)] == list(range(len(words)))
+    assert terms.rank("caf") is None
+    assert terms.rank("学") is None
+    own, run = terms.prefixed("学")
+    assert own is None
+    assert [terms.term(rank) for rank in run] == ["学习", "学生"]
+    assert [terms.term(rank) for rank in terms.prefixed("𠀀")[1]] == ["𠀀𠀁"]
+
+
+def test_sorted_terms_find_every_term_and_gap_across_sample_blocks() -> None:
+    # Lookups first bisect a sample of every 64th term, then one block of the buffer.
+    words = sorted({f"w{i:04d}" for i in range(0, 2000, 2)} | {"é" * 3, "学习", "𠀀𠀁"})
+    terms = SortedTerms.from_sorted(words)
+    assert [terms.rank(w) for w in words] == list(range(len(words)))
+    for i in range(1, 2001, 2):  # every gap between neighbours
+        assert terms.rank(f"w{i:04d}") is None
+    for absent in ("a", "w", "w0", "w00000", "w1998x", "x", "é", "学", "𠀀", "𠀀𠀁𠀂"):
+        assert terms.rank(absent) is None, absent
+    own, run = terms.prefixed("w01")  # 50 terms starting in one block, ending in the next
+    assert own is None
+    assert [terms.term(rank) for rank in run] == [f"w01{i:02d}" for i in range(0, 100, 2)]
+    assert terms.prefixed("w1998") == (words.index("w1998"), range(1000, 1000))
+
+
+def test_empty_sorted_terms() -> None:
+    terms = SortedTerms()
+    assert len(terms) == 0
+    assert terms.decode_all() == []
+    assert terms.rank("abc") is None
+    assert terms.prefixed("abc") == (None, range(0))
+    assert Vocabulary(terms).expand("abc") == [("abc", 1.0)]
+
+
+def test_sorted_terms_select_keeps_marked_ranks() -> None:
+    terms = sorted_terms("alpha", "beta", "café", "学习")
+    kept = terms.select(np.array([True, False, True, False]))
+    assert kept.decode_all() == ["alpha", "café"]
+    assert kept.rank("café") == 1
+    assert kept.rank("beta") is None
+
+
+@pytest.mark.parametrize("prefix", ["caf", "abc", "café", "学", "zz"])
+def test_sorted_and_recent_vocabularies_expand_alike(prefix: str) -> None:
+    # More than MAX_PREFIX_EXPANSIONS terms per prefix, so the sorted side picks the
+    # shortest itself; "caféé" is 5 characters but 7 UTF-8 bytes.
+    words = [f"caf{i:03d}" for i in range(80)] + ["café", "caféé", "cafés", "cafébar"]
+    words += [f"abc{i:03d}" for i in range(100)] + ["abcd", "学习", "学生", "学"]
+    compact = Vocabulary(sorted_terms(*words))
+    recent = vocabulary(*words)
+    assert compact.expand(prefix) == recent.expand(prefix)
+    if prefix == "caf":
+        expanded = [t for t, _w in compact.expand(prefix)]
+        assert expanded[:6] == ["caf", "café", "cafés", "caféé", "caf000", "caf001"]
+        assert len(expanded) == 1 + MAX_PREFIX_EXPANSIONS
+
+
+def test_vocabulary_expands_across_sorted_and_recent_terms() -> None:
+    vocab = Vocabulary(sorted_terms("deploy", "deployment", "depth", "zebra"))
+    assert vocab.add("deployment") == 1  # known: keeps its rank, not a recent term
+    assert not vocab.has_recent
+    assert vocab.add("deployed") == 4
+    assert vocab.add("aardvark") == 5  # sorts before every sorted term
+    assert vocab.add("deployed") == 4
+    assert vocab.has_recent
+    assert len(vocab) == 6
+    assert vocab.terms() == ["deploy", "deployment", "depth", "zebra", "deployed", "aardvark"]
+    assert vocab.expand_ids("deploy") == [
+        ("deploy", 1.0, 0),
+        ("deployed", pytest.approx(prefix_weight("deploy", "deployed")), 4),
+        ("deployment", pytest.approx(prefix_weight("deploy", "deployment")), 1),
+    ]
+    assert vocab.expand_ids("aard") == [
+        ("aard", 1.0, None),
+        ("aardvark", pytest.approx(prefix_weight("aard", "aardvark")), 5),
+    ]
+    assert [vocab.id_of(t) for t in ("zebra", "aardvark", "deplo", "zebras")] == [3, 5, None, None]
+
+
+def test_vocabulary_cap_counts_sorted_and_recent_terms_together() -> None:
+    vocab = Vocabulary(sorted_terms(*(f"abc{i:03d}" for i in range(70))))
+    vocab.add("abcz")
+    vocab.add("abc0000")
+    expanded = [t for t, _w in vocab.expand("abc")]
+    assert len(expanded) == 1 + MAX_PREFIX_EXPANSIONS
+    assert expanded[:4] == ["abc", "abcz", "abc000", "abc001"]
+    assert "abc0000" not in expanded  # 7 characters: every 6-character term comes first
 
 
 # --------------------------------------------------------------------------- RecallIndex
@@ -371,6 +492,75 @@ def test_snapshot_round_trip_ranks_the_same(vault_root: Path) -> None:
     restored.apply(note_changes(vault, {"one.md": "okapi"}))
     assert paths(restored.candidates(["okapi"], 10)) == ["one.md"]
     assert paths(restored.candidates(["zebra"], 10)) == ["rare.md"]
+
+
+def test_edit_after_a_load_adds_terms_beyond_both_ends_of_the_sorted_terms(
+    vault_root: Path,
+) -> None:
+    vault, index = open_vault(vault_root, exclusions=["Private"])
+    snapshot = index.snapshot()
+    assert snapshot.terms == sorted(set(snapshot.terms))
+    first, last = snapshot.terms[0], snapshot.terms[-1]
+    searchable = [vault.notes[path].searchable for path in snapshot.paths]
+    restored = RecallIndex.from_snapshot(snapshot, searchable)
+    low, high = "0" + first, "𠀀𠀁"  # brand-new terms sorting before and after all
+    assert low < first
+    assert high > last
+    restored.apply(note_changes(vault, {"one.md": f"zebra {low} {high} 学期"}))
+    assert restored.vocabulary.has_recent
+    for query in (low, high, "𠀀", f"zebra {low}", "学"):
+        assert "one.md" in paths(restored.candidates([query], 10)), query
+    assert paths(restored.candidates(["学期"], 10)) == ["one.md"]
+    assert paths(restored.candidates([f"{low} machine"], 10)) == []
+    expected = {q: restored.candidates([q], 10) for q in (low, high, "zebra", "学", "deploy")}
+    # Saving compacts: the new terms join the sorted ones and everything ranks the same.
+    again = restored.snapshot()
+    assert not restored.vocabulary.has_recent
+    assert {low, high, "学期"} <= set(again.terms)
+    assert again.terms == sorted(set(again.terms))
+    reloaded = RecallIndex.from_snapshot(again, [True] * len(again.paths))
+    for query, ranked in expected.items():
+        assert restored.candidates([query], 10) == ranked
+        assert set(paths(reloaded.candidates([query], 10))) >= set(paths(ranked))
+
+
+def test_compaction_folds_recent_terms_into_the_sorted_ones(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "walrus", "b.md": "narwhal", "c.md": "kraken"})
+    vault, index = open_vault(tmp_path)
+    for i in range(30):
+        index.apply(note_changes(vault, {"a.md": f"walrus fresh{i:02d}", "c.md": f"kraken{i}"}))
+    index.apply(VaultChanges(removed=("b.md",)))
+    queries = ["walrus", "fresh", "fresh29", "fresh03", "narwhal", "kraken", "kraken29"]
+    before = {q: index.candidates([q], 10) for q in queries}
+    assert index.vocabulary.has_recent
+    index.compact()
+    assert not index.vocabulary.has_recent
+    assert {q: index.candidates([q], 10) for q in queries} == before
+    assert paths(before["fresh"]) == ["a.md"]
+    assert before["fresh03"] == []
+    assert before["narwhal"] == []
+    assert paths(before["kraken"]) == ["c.md"]  # as a prefix of "kraken29"
+    # Only terms a live note holds remain, all sorted.
+    assert index.vocabulary.terms() == ["a", "c", "fresh29", "kraken29", "walrus"]
+    assert [t for t, _w in index.vocabulary.expand("fresh")] == ["fresh", "fresh29"]
+
+
+def test_bulk_update_merges_its_terms_with_recent_ones(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "walrus", "b.md": "narwhal"})
+    vault, index = open_vault(tmp_path)
+    index.apply(note_changes(vault, {"a.md": "walrus zygote"}))  # "zygote" is recent
+    bulk = {f"bulk{i:03d}.md": f"zygote narwhal item{i}" for i in range(BULK_NOTES)}
+    write(tmp_path, bulk)
+    changes = vault.refresh()
+    assert len(changes.updated) == BULK_NOTES
+    index.apply(changes)
+    assert not index.vocabulary.has_recent
+    assert len(index.candidates(["zygote"], 500)) == BULK_NOTES + 1
+    assert len(index.candidates(["zyg"], 500)) == BULK_NOTES + 1
+    assert len(index.candidates(["narwhal"], 500)) == BULK_NOTES + 1
+    assert paths(index.candidates(["item7"], 10)) == ["bulk007.md"]
+    assert paths(index.candidates(["walrus zygote"], 10)) == ["a.md"]
+    assert index.size == BULK_NOTES + 2
 
 
 # --------------------------------------------------------------------------- rank_chunks (§22.2)

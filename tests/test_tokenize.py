@@ -191,6 +191,11 @@ def test_tag_words_are_not_repeated_as_plain_words_but_plain_words_stay() -> Non
     ]
 
 
+def test_lone_combining_mark_gives_no_empty_term() -> None:
+    # NFKC turns the spacing acute U+00B4 into a space and a combining acute, which folds to "".
+    assert tokenize_mixed("where \\\u00b4 character") == ["where", "\u0301", "character"]
+
+
 # --------------------------------------------------------------------- fold_accents, contains_cjk
 
 

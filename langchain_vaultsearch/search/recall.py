@@ -7,15 +7,22 @@ distinct recall terms they match, path hits first. A literal substring scan of a
 vault costs 20-55 ms per term in Python (measured; see the README), so the scan is done
 once: `RecallIndex` keeps postings of every note's index terms, updated from the vault's
 change sets, and a query combines them with numpy in a few milliseconds.
+
+The index stays resident for the life of a process, so it is kept compact: a 6,280-note
+vault has 279,000 distinct terms and 1.9 million (term, note) postings. As a dict of
+terms and sorted arrays with a term id per posting they took 62 MB; as one sorted UTF-8
+buffer of terms and postings in compressed sparse rows they take 18 MB, and load from
+disk without creating a Python object per term.
 """
 
 from __future__ import annotations
 
 import bisect
+import codecs
 import itertools
 import math
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,29 +41,195 @@ BULK_NOTES = 64
 COMPACT_DELTA_NOTES = 2000
 
 BoolMask = npt.NDArray[np.bool_]
+TermIds = npt.NDArray[np.int32]
+NoteIds = npt.NDArray[np.int32]
+Offsets = npt.NDArray[np.int64]
+# (note, term id) or (term id, note) pairs, one int64 each: high and low 32 bits.
+PackedPairs = npt.NDArray[np.int64]
+
+# Ends every term in a `SortedTerms` buffer; tokens never contain whitespace.
+_SEPARATOR = b"\n"
+# Never part of UTF-8: `key + _ABOVE_UTF8` sorts after every term that extends `key`.
+_ABOVE_UTF8 = b"\xff"
+_UTF8_CHECK_CHUNK = 1 << 20
+# Terms joined per step when packing a buffer.
+_PACK_TERMS = 4096
+_SAMPLE_EVERY = 64
+# Postings packed per step: mapping ids a part at a time keeps no full-size temporary.
+_PACK_CHUNK = 1 << 16
+# Packed pairs of retired notes are set to this, so sorting moves them to the end.
+_RETIRED = np.iinfo(np.int64).max
+_LOW_32 = 0xFFFFFFFF
+_NO_PAIRS = np.zeros(0, dtype=np.int64)
+
+
+class SortedTerms:
+    """Distinct terms, sorted, in one UTF-8 buffer; a term's id is its rank.
+
+    279,000 terms as `str` keys of a dict cost 36 MB (dict, strings, int ids); as one
+    bytes object of newline-ended UTF-8 plus the start offset of each term they cost
+    5 MB, and a saved index loads them without a Python object per term. A lookup
+    bisects a sample of every 64th term in C, then the buffer in ~6 slice comparisons
+    (~3 us); the terms a prefix begins are the run of ranks right after it. UTF-8 byte
+    order is code point order, so the buffer sorts exactly as the `str` terms do. UTF-8
+    rather than one `str`: a single character outside the Basic Multilingual Plane would
+    make a `str` 4 bytes a letter.
+    """
+
+    def __init__(self, buffer: bytes = b"") -> None:
+        """Wrap a buffer of sorted, distinct, newline-ended terms (see `check_terms`)."""
+        self.buffer = buffer
+        ends = np.flatnonzero(np.frombuffer(buffer, dtype=np.uint8) == _SEPARATOR[0])
+        self._starts: Offsets = np.concatenate([np.zeros(1, dtype=np.int64), ends + 1])
+        # Python ints from a memoryview read ~3x faster than numpy scalars in bisect.
+        self._start = self._starts.data
+        # Every 64th term: C-level `bisect` over them narrows a lookup to one block.
+        self._samples = [self._key(rank) for rank in range(0, len(self), _SAMPLE_EVERY)]
+
+    @classmethod
+    def from_sorted(cls, terms: Sequence[str]) -> SortedTerms:
+        """Pack terms that are already sorted and distinct."""
+        # In pieces: one `str` of every term could take 4 bytes a character.
+        pieces = range(0, len(terms), _PACK_TERMS)
+        return cls(
+            b"".join(("\n".join(terms[i : i + _PACK_TERMS]) + "\n").encode() for i in pieces)
+        )
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    def term(self, rank: int) -> str:
+        """The term of a rank."""
+        return self._key(rank).decode()
+
+    def decode_all(self) -> list[str]:
+        """Every term, in rank order (a Python object per term: for rebuilds only)."""
+        return self.buffer.decode().split("\n")[:-1]
+
+    def rank(self, term: str) -> int | None:
+        """The rank of a term, or None when it is not here."""
+        key = term.encode()
+        found = self._bisect(key, 0)
+        return found if found < len(self) and self._key(found) == key else None
+
+    def prefixed(self, prefix: str) -> tuple[int | None, range]:
+        """The rank of `prefix` (None when absent) and the ranks of the terms extending it."""
+        key = prefix.encode()
+        first = self._bisect(key, 0)
+        own = first if first < len(self) and self._key(first) == key else None
+        if own is not None:
+            first += 1
+        return own, range(first, self._bisect(key + _ABOVE_UTF8, first))
+
+    def shortest(self, ranks: range, limit: int) -> list[tuple[str, int]]:
+        """Up to `limit` terms of a run of ranks, shortest first, then in rank order.
+
+        A three-letter prefix can begin thousands of terms; their lengths in characters
+        come from counting UTF-8 lead bytes in numpy, so only the kept ones are decoded.
+        """
+        if len(ranks) > limit:
+            lengths = self._lengths(ranks.start, ranks.stop)
+            chosen = (ranks.start + np.argsort(lengths, kind="stable")[:limit]).tolist()
+            return [(self.term(rank), rank) for rank in chosen]
+        return [(self.term(rank), rank) for rank in ranks]
+
+    def select(self, keep: BoolMask) -> SortedTerms:
+        """The terms whose rank `keep` marks, in one numpy pass over the buffer."""
+        if keep.all():
+            return self
+        byte_mask = np.repeat(keep, np.diff(self._starts))
+        return SortedTerms(np.frombuffer(self.buffer, dtype=np.uint8)[byte_mask].tobytes())
+
+    def _key(self, rank: int) -> bytes:
+        return self.buffer[self._start[rank] : self._start[rank + 1] - 1]
+
+    def _bisect(self, key: bytes, low: int) -> int:
+        """The first rank from `low` on whose term is not below `key`."""
+        block = bisect.bisect_left(self._samples, key)
+        high = min(block * _SAMPLE_EVERY, len(self))
+        low = max(low, (block - 1) * _SAMPLE_EVERY + 1)
+        buffer, start = self.buffer, self._start
+        while low < high:
+            middle = (low + high) // 2
+            if buffer[start[middle] : start[middle + 1] - 1] < key:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def _lengths(self, first: int, stop: int) -> npt.NDArray[np.int64]:
+        """Length in characters of the terms of ranks [first, stop)."""
+        begin = self._start[first]
+        span = np.frombuffer(
+            self.buffer, dtype=np.uint8, count=self._start[stop] - begin, offset=begin
+        )
+        lead_bytes = np.zeros(len(span) + 1, dtype=np.int64)
+        np.cumsum((span & 0xC0) != 0x80, out=lead_bytes[1:])
+        bounds = self._starts[first : stop + 1] - begin
+        return np.diff(lead_bytes[bounds]) - 1  # each term's separator is one character
+
+
+def check_terms(buffer: bytes) -> int:
+    """Validate a `SortedTerms` buffer read from a file, and count its terms.
+
+    Order is not checked (a misordered buffer only makes lookups miss); the structure
+    and the encoding are, since a bad byte would otherwise raise inside a query.
+
+    Raises:
+        ValueError: empty terms, a missing final separator, or invalid UTF-8.
+    """
+    if buffer and (
+        not buffer.endswith(_SEPARATOR) or buffer.startswith(_SEPARATOR) or _SEPARATOR * 2 in buffer
+    ):
+        msg = "the term list has an empty term or no final separator"
+        raise ValueError(msg)
+    # In 1 MB pieces: decoding the whole buffer would briefly hold up to 4x its size.
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(buffer)
+    for begin in range(0, len(view), _UTF8_CHECK_CHUNK):
+        decoder.decode(view[begin : begin + _UTF8_CHECK_CHUNK])
+    decoder.decode(b"", final=True)
+    return buffer.count(_SEPARATOR)
 
 
 class Vocabulary:
-    """Every index term seen in the vault, sorted for prefix lookups.
+    """Every index term seen in the vault, with its id, for lookups and prefix matching.
 
     Prefix matching (`deploy` finds `deployment`) needs the terms that start with a query
-    term: in a sorted list they are one contiguous run found by bisection. Terms added
-    one at a time (edited notes) wait in a small set until the next bulk rebuild, so an
-    edit never re-sorts the whole vocabulary.
+    term: in the sorted terms of the last bulk build or compaction they are one run of
+    ranks. Terms first seen since then (edited notes, indexed one at a time) take the
+    next ids in a small dict until the next compaction, so an edit never re-sorts the
+    vocabulary.
     """
 
-    def __init__(self) -> None:
-        self._sorted: list[str] = []
-        self._recent: set[str] = set()
+    def __init__(self, terms: SortedTerms | None = None) -> None:
+        """Start from sorted terms (their ranks are their ids), or from none."""
+        self.sorted = terms if terms is not None else SortedTerms()
+        self._recent: dict[str, int] = {}
 
-    def add(self, term: str) -> None:
-        """Remember a term."""
-        self._recent.add(term)
+    def __len__(self) -> int:
+        return len(self.sorted) + len(self._recent)
 
-    def reset(self, terms: Iterable[str]) -> None:
-        """Replace the vocabulary with these terms (a bulk build or a compaction)."""
-        self._sorted = sorted(terms)
-        self._recent = set()
+    @property
+    def has_recent(self) -> bool:
+        """Whether terms were added since the sorted terms were built."""
+        return bool(self._recent)
+
+    def add(self, term: str) -> int:
+        """Remember a term, and return its id."""
+        term_id = self.id_of(term)
+        if term_id is None:
+            term_id = self._recent[term] = len(self)
+        return term_id
+
+    def id_of(self, term: str) -> int | None:
+        """A term's id, or None when no note holds it."""
+        term_id = self._recent.get(term)
+        return self.sorted.rank(term) if term_id is None else term_id
+
+    def terms(self) -> list[str]:
+        """Every term, in id order."""
+        return [*self.sorted.decode_all(), *self._recent]
 
     def expand(self, term: str) -> list[tuple[str, float]]:
         """The term itself and the terms it is a prefix of, with their weights.
@@ -73,19 +246,28 @@ class Vocabulary:
             weighted `0.375 * len(t) / (len(t) + 0.3 * (len(t) - len(term)))` as in
             MiniSearch, the original's engine.
         """
-        expanded = [(term, 1.0)]
+        return [(other, weight) for other, weight, _id in self.expand_ids(term)]
+
+    def expand_ids(self, term: str) -> list[tuple[str, float, int | None]]:
+        """`expand` with each term's id (None for the query term when no note holds it)."""
         cjk_char = len(term) == 1 and contains_cjk(term)
         if len(term) < _MIN_PREFIX and not cjk_char:
-            return expanded
-        longer = [t for t in self._recent if len(t) > len(term) and t.startswith(term)]
-        start = bisect.bisect_right(self._sorted, term)
-        for other in itertools.islice(self._sorted, start, None):
-            if not other.startswith(term):
-                break
-            longer.append(other)
-        for other in sorted(set(longer), key=lambda t: (len(t), t))[:MAX_PREFIX_EXPANSIONS]:
+            return [(term, 1.0, self.id_of(term))]
+        own, ranks = self.sorted.prefixed(term)
+        if own is None:
+            own = self._recent.get(term)
+        longer = self.sorted.shortest(ranks, MAX_PREFIX_EXPANSIONS)
+        longer += [
+            (other, other_id)
+            for other, other_id in self._recent.items()
+            if len(other) > len(term) and other.startswith(term)
+        ]
+        longer.sort(key=lambda item: (len(item[0]), item[0]))
+        expanded: list[tuple[str, float, int | None]] = [(term, 1.0, own)]
+        for other, other_id in longer[:MAX_PREFIX_EXPANSIONS]:
             extra = len(other) - len(term)
-            expanded.append((other, PREFIX_WEIGHT * len(other) / (len(other) + 0.3 * extra)))
+            weight = PREFIX_WEIGHT * len(other) / (len(other) + 0.3 * extra)
+            expanded.append((other, weight, other_id))
         return expanded
 
 
@@ -98,40 +280,101 @@ def note_meta_text(info: NoteInfo) -> str:
     return " ".join(parts)
 
 
-TermIds = npt.NDArray[np.int64]
-NoteIds = npt.NDArray[np.int32]
-
-
 @dataclass
 class Postings:
-    """Term id -> note ids: sorted arrays for the bulk of the vault, a dict for edits.
+    """Term id -> note ids: compressed sparse rows for the bulk of the vault, a dict for edits.
 
-    A dict of per-term arrays costs ~100 bytes of Python objects per term and one
-    Python operation per (note, term) pair to build: 300,000 terms and 1.8 million
-    pairs on a 6,000-note vault. Sorted parallel arrays cost 12 bytes per pair and are
-    built by one numpy sort, and one bisection finds a term's notes. Notes indexed one
-    at a time after that go to `delta` until the next compaction.
+    The notes holding term `t` are `note_ids[offsets[t]:offsets[t + 1]]`: 4 bytes per
+    (note, term) pair and 8 per term, built by one numpy sort, read by two array lookups.
+    A dict of per-term arrays would cost ~100 bytes of Python objects per term. Notes
+    indexed one at a time after that go to `delta`, keyed by term id, until the next
+    compaction.
     """
 
-    term_ids: TermIds
+    offsets: Offsets
     note_ids: NoteIds
     delta: dict[int, array[int]]
 
     @classmethod
     def empty(cls) -> Postings:
         """No postings."""
-        return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), {})
+        return cls(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), {})
+
+    @classmethod
+    def from_pairs(
+        cls,
+        pairs: list[PackedPairs],
+        terms: int,
+        ranks: TermIds | None,
+        renumber: NoteIds | None,
+    ) -> Postings:
+        """Sort (note, term id) pairs into rows, mapping ids on the way.
+
+        Pairs arrive packed as `note << 32 | term` and are repacked in place, a part at
+        a time, as `term << 32 | note`, then sorted in place: a 6,280-note vault's 1.9
+        million pairs never take more than their 15 MB, where separate term and note
+        arrays, an argsort and a gathered copy took twice that.
+
+        Args:
+            pairs: arrays of packed pairs, taken (the list is emptied and the arrays
+                overwritten).
+            terms: the number of term ids after mapping.
+            ranks: old term id -> new one, or None to keep them.
+            renumber: old note id -> new one, -1 for a retired note (its pairs are
+                dropped), or None to keep them.
+
+        Returns:
+            The postings, each row's notes ascending, without a delta.
+        """
+        parts = [keys for keys in pairs if keys.size]
+        pairs.clear()
+        # One array (a cold build's) is repacked where it lies, not copied.
+        keys = parts[0] if len(parts) == 1 else np.concatenate([_NO_PAIRS, *parts])
+        del parts
+        for begin in range(0, len(keys), _PACK_CHUNK):
+            part = keys[begin : begin + _PACK_CHUNK]
+            term_ids = part & _LOW_32
+            note_ids = part >> 32
+            if ranks is not None:
+                term_ids = ranks[term_ids]
+            if renumber is not None:
+                note_ids = renumber[note_ids]
+            np.left_shift(term_ids, 32, out=part, dtype=np.int64)
+            part |= note_ids
+            part[note_ids < 0] = _RETIRED
+        keys.sort()
+        keys = keys[: np.searchsorted(keys, _RETIRED)]
+        offsets = np.searchsorted(keys, np.arange(terms + 1, dtype=np.int64) << 32)
+        keys &= _LOW_32
+        return cls(offsets.astype(np.int64, copy=False), keys.astype(np.int32), {})
+
+    def keep_rows(self, keep: BoolMask) -> Postings:
+        """The postings without the rows `keep` leaves out, which must be empty."""
+        offsets = np.concatenate([self.offsets[:1], self.offsets[1:][keep]])
+        return Postings(offsets, self.note_ids, self.delta)
+
+    def packed(self) -> PackedPairs:
+        """Every (note, term id) pair, the delta's included, packed as `note << 32 | term`."""
+        rows = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.int32), np.diff(self.offsets))
+        delta_terms = np.fromiter(self.delta, dtype=np.int32, count=len(self.delta))
+        delta_counts = np.fromiter(map(len, self.delta.values()), dtype=np.int64)
+        delta_notes = np.frombuffer(b"".join(self.delta.values()), dtype=np.int32)
+        keys = np.left_shift(np.concatenate([self.note_ids, delta_notes]), 32, dtype=np.int64)
+        keys |= np.concatenate([rows, np.repeat(delta_terms, delta_counts)])
+        return keys
 
     def lookup(self, term_id: int) -> NoteIds:
         """The notes holding a term (retired notes included; callers mask them)."""
-        low = int(np.searchsorted(self.term_ids, term_id, side="left"))
-        high = int(np.searchsorted(self.term_ids, term_id, side="right"))
+        if term_id < len(self.offsets) - 1:
+            found = self.note_ids[self.offsets[term_id] : self.offsets[term_id + 1]]
+        else:
+            found = self.note_ids[:0]
         extra = self.delta.get(term_id)
         if extra is None:
-            return self.note_ids[low:high]
-        return np.concatenate([self.note_ids[low:high], np.frombuffer(extra, dtype=np.int32)])
+            return found
+        return np.concatenate([found, np.frombuffer(extra, dtype=np.int32)])
 
-    def add(self, note_id: int, term_ids: array[int]) -> None:
+    def add(self, note_id: int, term_ids: Sequence[int]) -> None:
         """Post one note's terms to the delta."""
         for term_id in term_ids:
             notes = self.delta.get(term_id)
@@ -139,50 +382,82 @@ class Postings:
                 notes = self.delta[term_id] = array("i")
             notes.append(note_id)
 
-    def merge(self, notes: Sequence[tuple[int, array[int]]]) -> None:
-        """Post many notes' terms into the sorted arrays in one pass."""
-        lengths = [len(term_ids) for _note_id, term_ids in notes]
-        new_terms = np.frombuffer(b"".join(t.tobytes() for _n, t in notes), dtype=np.int64)
-        new_notes = np.repeat(np.array([n for n, _t in notes], dtype=np.int32), lengths)
-        self._sort(
-            np.concatenate([self.term_ids, new_terms]), np.concatenate([self.note_ids, new_notes])
-        )
 
-    def compact(self, renumber: NoteIds) -> None:
-        """Fold the delta in and renumber notes; notes mapped to -1 are dropped."""
-        terms = [self.term_ids]
-        notes = [self.note_ids]
-        for term_id, note_ids in self.delta.items():
-            terms.append(np.full(len(note_ids), term_id, dtype=np.int64))
-            notes.append(np.frombuffer(note_ids, dtype=np.int32))
-        self.delta = {}
-        all_notes = renumber[np.concatenate(notes)]
-        keep = all_notes >= 0
-        self._sort(np.concatenate(terms)[keep], all_notes[keep])
+class _BulkPostings:
+    """The postings of a bulk update or compaction, collected before the terms are sorted.
 
-    def _sort(self, term_ids: TermIds, note_ids: NoteIds) -> None:
-        order = np.argsort(term_ids, kind="stable")
-        self.term_ids = term_ids[order]
-        self.note_ids = note_ids[order].astype(np.int32, copy=False)
+    A dict interns the terms at C speed: a note's new terms take the next ids in one
+    `update`, then `map` packs every posting as `note << 32 | term id`. It starts from
+    the vocabulary's terms, so they keep their ids, and lives only until the terms are
+    sorted. Each field's postings go into one growing array rather than one per note.
+    """
+
+    def __init__(self, known_terms: list[str]) -> None:
+        """Start from the vocabulary's terms, in id order."""
+        self._ids = dict(zip(known_terms, itertools.count()))
+        self._fields = [array("q"), array("q")]  # body, meta
+
+    def add(self, note_id: int, body: list[str], meta: list[str]) -> None:
+        """Collect one note's body and meta terms."""
+        ids = self._ids
+        note_bits = note_id << 32
+        for keys, terms in zip(self._fields, (body, meta), strict=True):
+            ids.update(zip(set(terms).difference(ids), itertools.count(len(ids))))
+            keys.extend(map(note_bits.__or__, map(ids.__getitem__, terms)))
+
+    def sort_terms(self) -> tuple[TermIds, SortedTerms]:
+        """Every term sorted, and the rank of each term id; the dict is released."""
+        ids, self._ids = self._ids, {}
+        ordered = sorted(ids)
+        ranks = np.empty(len(ordered), dtype=np.int32)
+        ids_by_rank = np.fromiter(map(ids.__getitem__, ordered), dtype=np.int32, count=len(ids))
+        del ids
+        ranks[ids_by_rank] = np.arange(len(ordered), dtype=np.int32)
+        return ranks, SortedTerms.from_sorted(ordered)
+
+    def take_pairs(self) -> list[PackedPairs]:
+        """Each field's packed pairs; the collecting arrays are handed over."""
+        fields, self._fields = self._fields, []
+        return [np.frombuffer(keys, dtype=np.int64) for keys in fields]
 
 
 @dataclass(frozen=True)
 class RecallSnapshot:
-    """A compacted `RecallIndex` as plain arrays and strings, for saving to disk.
+    """A compacted `RecallIndex` as arrays and bytes, for saving to disk.
+
+    Checked when made, so a damaged or hand-edited file is refused with a `ValueError`
+    instead of failing inside a later query.
 
     Attributes:
         paths: note path of each note id.
-        terms: every term, sorted.
-        term_ids: the id of each term in `terms`.
-        body: (term ids, note ids) postings of note text.
-        meta: (term ids, note ids) postings of titles, paths, aliases and tags.
+        vocabulary: every term, sorted, each ended by a newline, UTF-8; a term's id is
+            its rank (see `SortedTerms`).
+        body: (offsets, note ids) postings of note text (see `Postings`).
+        meta: (offsets, note ids) postings of titles, paths, aliases and tags.
     """
 
     paths: list[str]
-    terms: list[str]
-    term_ids: TermIds
-    body: tuple[TermIds, NoteIds]
-    meta: tuple[TermIds, NoteIds]
+    vocabulary: bytes
+    body: tuple[Offsets, NoteIds]
+    meta: tuple[Offsets, NoteIds]
+
+    def __post_init__(self) -> None:
+        terms = check_terms(self.vocabulary)
+        for offsets, note_ids in (self.body, self.meta):
+            if offsets.shape != (terms + 1,) or note_ids.ndim != 1:
+                msg = "postings offsets do not match the term list"
+                raise ValueError(msg)
+            if offsets[0] != 0 or offsets[-1] != note_ids.size or np.any(np.diff(offsets) < 0):
+                msg = "postings offsets do not ascend from 0 to the number of postings"
+                raise ValueError(msg)
+            if note_ids.size and (note_ids.min() < 0 or note_ids.max() >= len(self.paths)):
+                msg = "postings point at notes that do not exist"
+                raise ValueError(msg)
+
+    @property
+    def terms(self) -> list[str]:
+        """Every term, sorted (decodes them all)."""
+        return SortedTerms(self.vocabulary).decode_all()
 
 
 class RecallIndex:
@@ -195,8 +470,6 @@ class RecallIndex:
 
     def __init__(self) -> None:
         self.vocabulary = Vocabulary()
-        self._term_ids: dict[str, int] = {}
-        self._next_term_id = 0
         self._body = Postings.empty()
         self._meta = Postings.empty()
         self._paths: list[str] = []
@@ -236,15 +509,11 @@ class RecallIndex:
         return note_id
 
     def _index_bulk(self, notes: Sequence[tuple[NoteInfo, str]]) -> None:
-        body: list[tuple[int, array[int]]] = []
-        meta: list[tuple[int, array[int]]] = []
+        bulk = _BulkPostings(self.vocabulary.terms())
         for info, text in notes:
             note_id = self._new_note(info)
-            body.append((note_id, self._intern_terms(tokenize_mixed(text))))
-            meta.append((note_id, self._intern_terms(tokenize_mixed(note_meta_text(info)))))
-        self._body.merge(body)
-        self._meta.merge(meta)
-        self.vocabulary.reset(self._term_ids)
+            bulk.add(note_id, tokenize_mixed(text), tokenize_mixed(note_meta_text(info)))
+        self._rebuild(bulk)
 
     def _index_each(self, notes: Sequence[tuple[NoteInfo, str]]) -> None:
         for info, text in notes:
@@ -253,45 +522,58 @@ class RecallIndex:
                 (self._body, tokenize_mixed(text)),
                 (self._meta, tokenize_mixed(note_meta_text(info))),
             ):
-                first_new = self._next_term_id
-                term_ids = self._intern_terms(terms)
-                for term, term_id in zip(terms, term_ids, strict=True):
-                    if term_id >= first_new:
-                        self.vocabulary.add(term)
-                postings.add(note_id, term_ids)
+                postings.add(note_id, [self.vocabulary.add(term) for term in terms])
             self._delta_notes += 1
-
-    def _intern_terms(self, terms: list[str]) -> array[int]:
-        """Term ids, new terms taking fresh ones, in one C-level pass.
-
-        `setdefault` with a running counter hands every term a candidate id and keeps
-        the existing one for known terms, so ids are sparse but no Python code runs
-        per term: this is the hot loop of indexing a vault.
-        """
-        start = self._next_term_id
-        self._next_term_id += len(terms)
-        return array("q", map(self._term_ids.setdefault, terms, range(start, self._next_term_id)))
 
     def compact(self) -> None:
         """Drop retired notes and fold the delta into the sorted postings."""
+        if self._delta_notes or len(self._ids) < len(self._paths):
+            recent = self.vocabulary.has_recent
+            self._rebuild(_BulkPostings(self.vocabulary.terms()) if recent else None)
+
+    def _rebuild(self, bulk: _BulkPostings | None) -> None:
+        """Sort every posting, the bulk's included, into fresh postings and vocabulary.
+
+        Retired notes are dropped and the rest renumbered; terms that no remaining note
+        holds leave the vocabulary.
+
+        Args:
+            bulk: new postings and terms; None when the terms are unchanged (a
+                compaction after retirements only).
+        """
+        renumber = self._drop_retired_notes()
+        if bulk is None:
+            ranks, terms = None, self.vocabulary.sorted
+            new_pairs = []
+        else:
+            ranks, terms = bulk.sort_terms()
+            new_pairs = bulk.take_pairs()
+        fields = []
+        for postings in (self._body, self._meta):
+            pairs = [postings.packed(), *new_pairs[:1]]
+            del new_pairs[:1]  # from_pairs takes the arrays, so they go once repacked
+            fields.append(Postings.from_pairs(pairs, len(terms), ranks, renumber))
+        body, meta = fields
+        held = (np.diff(body.offsets) > 0) | (np.diff(meta.offsets) > 0)
+        if not held.all():
+            terms = terms.select(held)
+            body, meta = body.keep_rows(held), meta.keep_rows(held)
+        self._body, self._meta = body, meta
+        self.vocabulary = Vocabulary(terms)
+        self._delta_notes = 0
+
+    def _drop_retired_notes(self) -> NoteIds | None:
+        """Renumber live notes from 0: old note id -> new one, -1 if retired; None if none is."""
+        if len(self._ids) == len(self._paths):
+            return None
         live = self._live[: len(self._paths)]
         renumber = np.full(len(self._paths), -1, dtype=np.int32)
         renumber[live] = np.arange(int(live.sum()), dtype=np.int32)
-        self._body.compact(renumber)
-        self._meta.compact(renumber)
         self._paths = [path for path, alive in zip(self._paths, live, strict=True) if alive]
         self._ids = {path: note_id for note_id, path in enumerate(self._paths)}
         self._searchable = self._searchable[: len(live)][live]
         self._live = np.ones(len(self._paths), dtype=np.bool_)
-        used = np.union1d(self._body.term_ids, self._meta.term_ids)
-        terms = list(self._term_ids)
-        ids = np.fromiter(self._term_ids.values(), dtype=np.int64, count=len(terms))
-        alive = np.isin(ids, used)
-        self._term_ids = dict(
-            zip(itertools.compress(terms, alive), ids[alive].tolist(), strict=True)
-        )
-        self.vocabulary.reset(self._term_ids)
-        self._delta_notes = 0
+        return renumber
 
     def _retire(self, path: str) -> None:
         old = self._ids.pop(path, None)
@@ -309,15 +591,13 @@ class RecallIndex:
             setattr(self, name, grown)
 
     def snapshot(self) -> RecallSnapshot:
-        """The index compacted, as arrays and strings (see `RecallSnapshot`)."""
+        """The index compacted, as arrays and bytes (see `RecallSnapshot`)."""
         self.compact()
-        terms = sorted(self._term_ids)
         return RecallSnapshot(
             paths=list(self._paths),
-            terms=terms,
-            term_ids=np.array([self._term_ids[t] for t in terms], dtype=np.int64),
-            body=(self._body.term_ids, self._body.note_ids),
-            meta=(self._meta.term_ids, self._meta.note_ids),
+            vocabulary=self.vocabulary.sorted.buffer,
+            body=(self._body.offsets, self._body.note_ids),
+            meta=(self._meta.offsets, self._meta.note_ids),
         )
 
     @classmethod
@@ -332,15 +612,13 @@ class RecallIndex:
             The index, ready for `apply` to bring it up to date.
         """
         index = cls()
-        index._term_ids = dict(zip(snapshot.terms, snapshot.term_ids.tolist(), strict=True))
-        index._next_term_id = int(snapshot.term_ids.max(initial=-1)) + 1
+        index.vocabulary = Vocabulary(SortedTerms(snapshot.vocabulary))
         index._body = Postings(*snapshot.body, {})
         index._meta = Postings(*snapshot.meta, {})
         index._paths = list(snapshot.paths)
         index._ids = {path: note_id for note_id, path in enumerate(index._paths)}
         index._live = np.ones(len(index._paths), dtype=np.bool_)
         index._searchable = np.array(searchable, dtype=np.bool_)
-        index.vocabulary.reset(snapshot.terms)
         return index
 
     def candidates(self, recall_terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
@@ -368,8 +646,18 @@ class RecallIndex:
             tokens = tokenize_mixed(term)
             if not tokens:
                 continue
-            body = self._term_mask(self._body, tokens, count)
-            meta = self._term_mask(self._meta, tokens, count)
+            if len(tokens) == 1:
+                expanded = self.vocabulary.expand_ids(tokens[0])
+                term_ids = [term_id for _t, _w, term_id in expanded if term_id is not None]
+                body = self._any_mask(self._body, term_ids, count)
+                meta = self._any_mask(self._meta, term_ids, count)
+            else:
+                found_ids = map(self.vocabulary.id_of, tokens)
+                word_ids = [term_id for term_id in found_ids if term_id is not None]
+                if len(word_ids) < len(tokens):
+                    continue  # a phrase with a word no note holds matches nothing
+                body = self._all_mask(self._body, word_ids, count)
+                meta = self._all_mask(self._meta, word_ids, count)
             either = (body | meta) & eligible
             found = int(either.sum())
             if found == 0:
@@ -385,24 +673,20 @@ class RecallIndex:
             ranked.append((self._paths[note_id], score))
         return ranked
 
-    def _notes_with(self, postings: Postings, term: str) -> NoteIds | None:
-        term_id = self._term_ids.get(term)
-        return None if term_id is None else postings.lookup(term_id)
+    @staticmethod
+    def _any_mask(postings: Postings, term_ids: list[int], count: int) -> BoolMask:
+        """Notes holding at least one of the terms (a word and its prefix expansions)."""
+        mask = np.zeros(count, dtype=np.bool_)
+        for term_id in term_ids:
+            mask[postings.lookup(term_id)] = True
+        return mask
 
-    def _term_mask(self, postings: Postings, tokens: list[str], count: int) -> BoolMask:
-        if len(tokens) == 1:
-            mask = np.zeros(count, dtype=np.bool_)
-            for term, _weight in self.vocabulary.expand(tokens[0]):
-                ids = self._notes_with(postings, term)
-                if ids is not None:
-                    mask[ids] = True
-            return mask
+    @staticmethod
+    def _all_mask(postings: Postings, term_ids: list[int], count: int) -> BoolMask:
+        """Notes holding every one of the terms (the words of a phrase)."""
         mask = np.ones(count, dtype=np.bool_)
-        for token in tokens:
-            ids = self._notes_with(postings, token)
-            if ids is None:
-                return np.zeros(count, dtype=np.bool_)
+        for term_id in term_ids:
             hit = np.zeros(count, dtype=np.bool_)
-            hit[ids] = True
+            hit[postings.lookup(term_id)] = True
             mask &= hit
         return mask

@@ -159,7 +159,7 @@ def _add_unicode_run(run: str, tokens: dict[str, None]) -> None:
             continue
         tokens[part] = None
         folded = fold_accents(part)
-        if folded != part:
+        if folded and folded != part:  # a lone combining mark (U+00B4 after NFKC) folds to ""
             tokens[folded] = None
 
 
