@@ -25,7 +25,12 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
-from langchain_vaultsearch.vault.note_records import NotPortableError, note_record, parse_record
+from langchain_vaultsearch.vault.note_records import (
+    NotPortableError,
+    Stamp,
+    note_record,
+    parse_record,
+)
 from langchain_vaultsearch.vault.patterns import PathPattern, is_allowed, parse_patterns
 from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
 
@@ -172,7 +177,7 @@ class Vault:
         self.include_hidden = include_hidden
         self.max_note_bytes = max_note_bytes
         self._notes: dict[str, NoteInfo] = {}
-        self._stamps: dict[str, tuple[int, int]] = {}
+        self._stamps: dict[str, Stamp] = {}
         self._oversized: set[tuple[str, int]] = set()
         self._lock = threading.RLock()
         self._graph: _LinkGraph | None = None
@@ -515,14 +520,8 @@ class Vault:
         Returns:
             The decoded text, or None when the path is unsafe, missing or unreadable.
         """
-        abs_path = self.safe_path(path)
-        if abs_path is None:
-            return None
-        try:
-            with open(abs_path, "rb") as handle:
-                return decode_note(handle.read(self.max_note_bytes + 1))
-        except OSError:
-            return None
+        read = self._read_stamped(path)
+        return None if read is None else read[0]
 
     def read_recorded(self, info: NoteInfo) -> tuple[str, bool] | None:
         """Read a note and tell whether the file is still the one `info` was parsed from.
@@ -536,7 +535,17 @@ class Vault:
         Returns:
             `(text, unchanged)`, or None when the note cannot be read.
         """
-        abs_path = self.safe_path(info.path)
+        read = self._read_stamped(info.path)
+        if read is None:
+            return None
+        text, stamp = read
+        with self._lock:
+            recorded = self._stamps.get(info.path) if self._notes.get(info.path) is info else None
+        return text, recorded == stamp
+
+    def _read_stamped(self, path: str) -> tuple[str, Stamp] | None:
+        """A note's text and the `(mtime_ns, size)` of the file it was read from."""
+        abs_path = self.safe_path(path)
         if abs_path is None:
             return None
         try:
@@ -545,9 +554,7 @@ class Vault:
                 text = decode_note(handle.read(self.max_note_bytes + 1))
         except OSError:
             return None
-        with self._lock:
-            recorded = self._stamps.get(info.path) if self._notes.get(info.path) is info else None
-        return text, recorded == (stat.st_mtime_ns, stat.st_size)
+        return text, (stat.st_mtime_ns, stat.st_size)
 
     def safe_path(self, path: str) -> Path | None:
         """Map a vault-relative path to a file path only if it stays inside the vault.
