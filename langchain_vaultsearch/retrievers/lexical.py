@@ -37,7 +37,8 @@ class TieredLexicalRetriever(BaseRetriever):
     """Search an Obsidian-style vault lexically: recall, BM25+ over chunks, boosts.
 
     Setup:
-        `pip install langchain-vaultsearch`; no API key, no index to build.
+        `pip install langchain-vaultsearch`; no API key, no index to build: a large vault
+        is indexed in the background after the first search, which scans meanwhile.
 
     Key init args:
         vault_path: the vault folder (or pass a shared `vault`).
@@ -128,6 +129,21 @@ class TieredLexicalRetriever(BaseRetriever):
         """The underlying pipeline, shared with the other retrievers of this package."""
         return self._core
 
+    def wait_for_index(self, timeout: float | None = None) -> bool:
+        """Index the vault now, or wait for the index the first search started building.
+
+        The first search over a vault of 1,000+ notes with no saved index does not wait
+        for the index: it scans the notes' text and starts indexing in the background.
+        Call this to have every later search use the index (e.g. before timing them).
+
+        Args:
+            timeout: seconds to wait at most; None waits until the index is ready.
+
+        Returns:
+            True when searches use the index, False when the timeout came first.
+        """
+        return self._core.wait_for_index(timeout)
+
     def _get_relevant_documents(
         self,
         query: str,
@@ -180,10 +196,10 @@ class TieredLexicalRetriever(BaseRetriever):
         documents = []
         for result in results:
             path = note_path_from_chunk_id(result.id)
-            info = self._core.vault.get(path)
-            chunk = self._core.chunks.get_chunk(result.id) if info else None
-            if info is None or chunk is None or not chunk.content:
+            found = self._core.chunk(result.id)
+            if found is None or not found[1].content:
                 continue
+            info, chunk = found
             raw = result.explanation.get("baseScore", result.score)
             metadata: dict[str, Any] = {
                 "path": path,

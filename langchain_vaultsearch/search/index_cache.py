@@ -60,18 +60,26 @@ def format_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def save_index(vault: Vault, index: RecallIndex) -> bool:
+def save_index(vault: Vault, index: RecallIndex, expected_version: int | None = None) -> bool:
     """Save the index and the vault's note records.
 
     Args:
         vault: the vault the index was built from.
         index: its recall index (compacted by this call).
+        expected_version: the vault version the index was built at, when the vault may
+            have been refreshed since (by another thread): then the records would be
+            newer than the index, and nothing is saved.
 
     Returns:
-        True when saved; False when the folder is not writable (logged, not raised).
+        True when saved; False when the folder is not writable (logged, not raised) or
+        the vault moved past `expected_version`.
     """
     snapshot = index.snapshot()
-    header = {"format": format_key(), "paths": snapshot.paths, "notes": vault.records()}
+    records = vault.records()
+    if expected_version is not None and vault.version != expected_version:
+        # Versions only grow: unchanged after `records()` means the records match it.
+        return False
+    header = {"format": format_key(), "paths": snapshot.paths, "notes": records}
     target = index_path(vault)
     try:
         target.parent.mkdir(exist_ok=True)

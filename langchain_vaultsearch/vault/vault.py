@@ -434,6 +434,15 @@ class Vault:
         except OSError as exc:
             logger.warning("Cannot read folder %s: %s", abs_dir, exc)
             return None
+        folders, files = self._folder_entries(abs_dir, rel_dir)
+        listing = _Listing(mtime, watched, folders, files)
+        self._listings[abs_dir] = listing
+        return listing
+
+    def _folder_entries(
+        self, abs_dir: str, rel_dir: str
+    ) -> tuple[list[tuple[str, str, bool]], list[tuple[str, str, bool]]]:
+        """A folder's sub-folders and notes, as in `_Listing`; symlinks out of the vault dropped."""
         folders: list[tuple[str, str, bool]] = []
         files: list[tuple[str, str, bool]] = []
         try:
@@ -457,9 +466,58 @@ class Vault:
                     files.append((rel, entry.path, is_link))
             except OSError as exc:
                 logger.warning("Cannot stat %s: %s", rel, exc)
-        listing = _Listing(mtime, watched, folders, files)
-        self._listings[abs_dir] = listing
-        return listing
+        return folders, files
+
+    def list_files(self) -> dict[str, tuple[str, Stamp]]:
+        """Every note file on disk now, without reading, parsing or recording any of them.
+
+        For a first search over a vault that was never indexed: finding the files costs
+        one stat each, where `refresh` also reads and parses every note (seconds for
+        thousands of notes). The same rules as `refresh` apply: hidden folders, symlinks
+        that leave the vault, a folder reached twice.
+
+        Returns:
+            Vault-relative path -> (absolute path, (mtime_ns, size)).
+        """
+        root = str(self.root)
+        visited = {root}
+        stack = [(root, "")]
+        found: dict[str, tuple[str, Stamp]] = {}
+        while stack:
+            abs_dir, rel_dir = stack.pop()
+            folders, files = self._folder_entries(abs_dir, rel_dir)
+            for rel, abs_path, _is_link in files:
+                try:
+                    stat = os.stat(abs_path)
+                except OSError:
+                    continue
+                found[rel] = (abs_path, (stat.st_mtime_ns, stat.st_size))
+            for abs_sub, rel_sub, is_link in folders:
+                real = os.path.realpath(abs_sub) if is_link else abs_sub
+                if real not in visited:
+                    visited.add(real)
+                    stack.append((abs_sub, rel_sub))
+        return found
+
+    def peek(self, path: str) -> NoteInfo | None:
+        """Parse one note from disk without adding it to the records `refresh` keeps.
+
+        Args:
+            path: vault-relative posix path.
+
+        Returns:
+            The note's record, or None when the path is unsafe, missing, unreadable or
+            over the size limit.
+        """
+        abs_path = self.safe_path(path)
+        if abs_path is None:
+            return None
+        try:
+            stat = os.stat(abs_path)
+        except OSError:
+            return None
+        loaded = self._load(path, str(abs_path), stat)
+        return None if loaded is None else loaded[0]
 
     def _inside_root(self, real_path: str) -> bool:
         root = str(self.root)
@@ -538,10 +596,9 @@ class Vault:
         read = self._read_stamped(info.path)
         if read is None:
             return None
-        text, stamp = read
-        with self._lock:
-            recorded = self._stamps.get(info.path) if self._notes.get(info.path) is info else None
-        return text, recorded == stamp
+        text, (mtime_ns, size) = read
+        # `info` may not be in the records (see `peek`): its own stamp tells.
+        return text, (mtime_ns / 1e6, size) == (info.mtime_ms, info.size)
 
     def _read_stamped(self, path: str) -> tuple[str, Stamp] | None:
         """A note's text and the `(mtime_ns, size)` of the file it was read from."""

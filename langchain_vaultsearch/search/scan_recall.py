@@ -1,0 +1,181 @@
+"""ScanRecall: recall by reading the notes, for the searches made before the index is ready.
+
+A vault that was never indexed must be read, parsed and tokenized whole before
+`RecallIndex` can answer: ~12 s for the 6,280 notes (31 MB, 34 languages) of the Obsidian
+help vault on a 2-core machine, most of it tokenizing. A first search cannot wait that
+long, so until the index is built (in the background, see `SearchCore`) recall works the
+way the original's GrepScanner does: it looks for the recall terms in the notes' text.
+Reading and lowercasing every note takes ~0.5 s there, and C substring search finds a
+term in 20-80 ms. Only the notes that reach ranking are parsed.
+
+Candidates are scored as `RecallIndex.candidates` scores them (IDF-weighted terms, a path
+hit counting twice), so ranking downstream is the same. What differs: a term matches
+where a word starts with it rather than as an index token (no accent folding, no NFKC),
+and aliases and tags count as body text, since they are known only once a note is parsed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
+from langchain_vaultsearch.vault.note_records import Stamp
+from langchain_vaultsearch.vault.vault import NoteInfo, Vault, decode_note, folder_of
+
+# Shorter terms match whole words only, as `Vocabulary.expand` does not expand them.
+_MIN_PREFIX = 3
+
+
+@dataclass(frozen=True)
+class _ScannedNote:
+    """One note as the scan sees it: lowercased text and path (without `.md`)."""
+
+    stamp: Stamp
+    text: str
+    meta: str
+
+
+class _Needle:
+    """One index term to find: plain substring search first, then a word-start check."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        if contains_cjk(token):
+            # No spaces between CJK words: a bigram may start anywhere.
+            self._word: re.Pattern[str] | None = None
+        else:
+            # The literal comes first so the regex engine searches for it at C speed;
+            # a leading lookbehind made it test every position (3-14x slower, measured).
+            literal = re.escape(token)
+            end = "" if len(token) >= _MIN_PREFIX else r"(?!\w)"
+            self._word = re.compile(rf"{literal}(?<!\w{literal}){end}")
+
+    def found_in(self, text: str) -> bool:
+        return self.token in text and (self._word is None or self._word.search(text) is not None)
+
+
+class ScanRecall:
+    """The notes' text, lowercased, kept current by `refresh`, searched per query."""
+
+    def __init__(self, vault: Vault, files: dict[str, tuple[str, Stamp]] | None = None) -> None:
+        """Read every note of the vault (no parsing).
+
+        Args:
+            vault: the notes; it is not refreshed, so its records stay as they were.
+            files: `vault.list_files()` when the caller has just listed them.
+        """
+        self._vault = vault
+        self._notes: dict[str, _ScannedNote] = {}
+        self._peeked: dict[str, NoteInfo] = {}
+        self._lock = threading.Lock()
+        self.refresh(files)
+
+    def __len__(self) -> int:
+        return len(self._notes)
+
+    def refresh(self, files: dict[str, tuple[str, Stamp]] | None = None) -> None:
+        """Read the notes added or changed since the last refresh and forget removed ones.
+
+        Args:
+            files: `vault.list_files()` when the caller has just listed them.
+        """
+        if files is None:
+            files = self._vault.list_files()
+        with self._lock:
+            for gone in self._notes.keys() - files.keys():
+                del self._notes[gone]
+                self._peeked.pop(gone, None)
+            for path, (abs_path, stamp) in files.items():
+                known = self._notes.get(path)
+                if known is not None and known.stamp == stamp:
+                    continue
+                self._peeked.pop(path, None)
+                text = self._read(abs_path, stamp)
+                if text is None:
+                    self._notes.pop(path, None)
+                    continue
+                self._notes[path] = _ScannedNote(stamp, text.lower(), path[:-3].lower())
+
+    def _read(self, abs_path: str, stamp: Stamp) -> str | None:
+        """A note's text; None when over the size limit (the vault warns when it loads it)."""
+        limit = self._vault.max_note_bytes
+        if stamp[1] > limit:
+            return None
+        try:
+            with open(abs_path, "rb") as handle:
+                return decode_note(handle.read(limit + 1))
+        except OSError:
+            return None
+
+    def note(self, path: str) -> NoteInfo | None:
+        """A scanned note's record, parsed on first use (None when it is not a note here)."""
+        with self._lock:
+            if path not in self._notes:
+                return None
+            info = self._peeked.get(path)
+        if info is None:
+            info = self._vault.peek(path)
+            if info is not None:
+                with self._lock:
+                    self._peeked[path] = info
+        return info
+
+    def folder_sizes(self) -> Counter[str]:
+        """Number of notes directly in each folder (the folder boost's denominator)."""
+        with self._lock:
+            return Counter(folder_of(path) for path in self._notes)
+
+    def candidates(self, recall_terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        """Rank notes by the recall terms they contain, as `RecallIndex.candidates` does.
+
+        Notes are not parsed here, so inclusion rules on tags or properties are not
+        applied: callers check `note(path).searchable`.
+
+        Args:
+            recall_terms: the query, its variants and its salient terms.
+            limit: how many candidates to return.
+
+        Returns:
+            `(path, recall score)` pairs, best first.
+        """
+        with self._lock:
+            paths = list(self._notes)
+            notes = list(self._notes.values())
+        if not paths or limit <= 0:
+            return []
+        texts = [note.text for note in notes]
+        metas = [note.meta for note in notes]
+        scores = np.zeros(len(paths), dtype=np.float64)
+        for term in dict.fromkeys(t.strip().lower() for t in recall_terms if t.strip()):
+            needles = [_Needle(token) for token in tokenize_mixed(term)]
+            if not needles:
+                continue
+            body = _holding_all(texts, needles)
+            meta = _holding_all(metas, needles)
+            if len(needles) > 1:
+                # A joined word ("next.js" -> next, js, nextjs) is also found as typed.
+                body |= _holding_all(texts, [_Needle(term)])
+                meta |= _holding_all(metas, [_Needle(term)])
+            either = body | meta
+            found = int(either.sum())
+            if found == 0:
+                continue
+            idf = math.log(1.0 + (len(paths) - found + 0.5) / (found + 0.5))
+            scores += idf * either + idf * meta
+        order = np.argsort(-scores, kind="stable")[:limit]
+        return [(paths[i], float(scores[i])) for i in order.tolist() if scores[i] > 0.0]
+
+
+def _holding_all(texts: list[str], needles: list[_Needle]) -> np.ndarray:
+    """Which texts contain every needle (a phrase's words; a single term's one needle)."""
+    mask = np.ones(len(texts), dtype=np.bool_)
+    for needle in needles:
+        mask &= np.fromiter(map(needle.found_in, texts), dtype=np.bool_, count=len(texts))
+    return mask
