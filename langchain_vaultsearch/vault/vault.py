@@ -217,8 +217,13 @@ class Vault:
 
     # ----------------------------------------------------------------- scanning
 
-    def refresh(self) -> VaultChanges:
+    def refresh(self, *, keep_text: bool = True) -> VaultChanges:
         """Bring the note records up to date with the disk.
+
+        Args:
+            keep_text: False leaves the change set's texts empty, for a caller that reads
+                notes again one at a time (a first index build): the text of 6,000 notes
+                is then never held at once.
 
         Returns:
             The notes added, changed or removed since the previous refresh.
@@ -235,7 +240,7 @@ class Vault:
             elif self._watcher is not None and not events and not self._walk_needed:
                 return VaultChanges()
             try:
-                return self._apply(self._walk(events))
+                return self._apply(self._walk(events), keep_text)
             except BaseException:
                 # The events drained for this walk would be lost.
                 self._restart_watcher()
@@ -249,7 +254,9 @@ class Vault:
         self._listings.clear()
         self._walk_needed = True
 
-    def _apply(self, walked: Iterator[tuple[str, str, os.stat_result | None]]) -> VaultChanges:
+    def _apply(
+        self, walked: Iterator[tuple[str, str, os.stat_result | None]], keep_text: bool
+    ) -> VaultChanges:
         """Load what changed and drop what is gone (`stat` None: known unchanged)."""
         seen: dict[str, tuple[str, os.stat_result | None]] = {}
         for rel, abs_path, stat in walked:
@@ -268,7 +275,7 @@ class Vault:
                 continue
             self._stamps[rel] = stamp
             self._notes[rel] = loaded[0]
-            updated.append(loaded)
+            updated.append(loaded if keep_text else (loaded[0], ""))
         removed = [rel for rel in self._notes if rel not in seen or rel in unreadable]
         for rel in removed:
             self._notes.pop(rel, None)

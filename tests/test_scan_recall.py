@@ -1,0 +1,268 @@
+"""Searching a never-indexed vault: scan recall first, the index built in the background."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from langchain_vaultsearch import TieredLexicalRetriever
+from langchain_vaultsearch.search import core as core_module
+from langchain_vaultsearch.search.core import SearchCore
+from langchain_vaultsearch.search.index_cache import index_path, save_index
+from langchain_vaultsearch.search.recall import RecallIndex
+from langchain_vaultsearch.search.scan_recall import ScanRecall
+from langchain_vaultsearch.vault.vault import NoteInfo, Vault
+from tests.conftest import SAMPLE_VAULT, write_vault
+
+SCAN_NOTES: dict[str, str | bytes] = {
+    "Sync.md": "# Sync\n\nHow the vault syncs between devices.\n",
+    "Devices/Phone.md": "Syncing the phone takes a minute.\n",
+    "Code/Async.md": "Async functions and await; nothing about the other word.\n",
+    "Web/Next.md": "Deploying next.js apps. JS bundles. #web/frontend\n",
+    "Web/Jsonl.md": "Jsonl files hold one JSON value per line.\n",
+    "中文/同步.md": "# 同步\n\n手机和电脑之间同步笔记。\n",
+    "Hidden words.md": "Mentions zanzibar once.\n",
+    ".obsidian/Sync settings.md": "sync sync sync\n",
+}
+
+
+@pytest.fixture
+def scan_vault(tmp_path: Path) -> Vault:
+    return Vault(write_vault(tmp_path / "vault", SCAN_NOTES), watch=False)
+
+
+@pytest.fixture
+def background(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make even a small test vault take the scan-then-build path."""
+    monkeypatch.setattr(core_module, "BACKGROUND_BUILD_NOTES", 1)
+
+
+def paths(found: list[tuple[str, float]]) -> list[str]:
+    return [path for path, _score in found]
+
+
+def test_scan_matches_where_a_word_starts(scan_vault: Vault) -> None:
+    scan = ScanRecall(scan_vault)
+    found = paths(scan.candidates(["sync"], 10))
+    assert set(found) == {"Sync.md", "Devices/Phone.md"}
+    assert found[0] == "Sync.md"  # a path hit counts twice
+    assert paths(scan.candidates(["js"], 10)) == ["Web/Next.md"]  # short: whole words only
+    assert paths(scan.candidates(["next.js"], 10)) == ["Web/Next.md"]
+    assert paths(scan.candidates(["同步"], 10))[0] == "中文/同步.md"
+    assert paths(scan.candidates(["#web/frontend"], 10)) == ["Web/Next.md"]
+    assert scan.candidates(["zzzq"], 10) == []
+    assert scan.candidates(["sync"], 0) == []
+    assert ".obsidian/Sync settings.md" not in paths(scan.candidates(["settings"], 10))
+
+
+def test_scan_weighs_rare_terms_above_common_ones(scan_vault: Vault) -> None:
+    found = ScanRecall(scan_vault).candidates(["zanzibar", "the"], 10)
+    assert found[0][0] == "Hidden words.md"
+    assert found[0][1] > max(score for path, score in found[1:])
+
+
+def test_scan_follows_edits_and_leaves_the_vault_records_alone(
+    scan_vault: Vault, touch: Callable[[Path, str, int], None]
+) -> None:
+    scan = ScanRecall(scan_vault)
+    root = scan_vault.root
+    touch(root / "Hidden words.md", "Now about quokkas.\n", 10)
+    (root / "Sync.md").unlink()
+    (root / "New.md").write_text("A zanzibar trip.\n", encoding="utf-8")
+    scan.refresh()
+    assert paths(scan.candidates(["zanzibar"], 10)) == ["New.md"]
+    assert paths(scan.candidates(["quokkas"], 10)) == ["Hidden words.md"]
+    assert "Sync.md" not in paths(scan.candidates(["sync"], 10))
+    info = scan.note("New.md")
+    assert info is not None
+    assert info.title == "New"
+    assert scan.note("Sync.md") is None
+    assert scan.note("../outside.md") is None
+    assert scan_vault.notes == {}  # nothing was recorded: the index build will read them
+    assert scan.folder_sizes()["Web"] == 2
+
+
+def test_scan_skips_notes_over_the_size_limit(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "vault", {"Big.md": "walrus " * 100, "Small.md": "walrus"})
+    scan = ScanRecall(Vault(root, max_note_bytes=100, watch=False))
+    assert paths(scan.candidates(["walrus"], 10)) == ["Small.md"]
+
+
+def test_list_files_and_peek_read_nothing_into_the_records(tmp_path: Path) -> None:
+    outside = write_vault(tmp_path / "outside", {"Secret.md": "secret"})
+    root = write_vault(tmp_path / "vault", {"A.md": "# A\n#tag", "Sub/B.md": "b"})
+    os.symlink(outside / "Secret.md", root / "Link.md")
+    vault = Vault(root, watch=False)
+    files = vault.list_files()
+    assert set(files) == {"A.md", "Sub/B.md"}
+    abs_path, (_mtime_ns, size) = files["A.md"]
+    assert Path(abs_path) == root / "A.md"
+    assert size == len("# A\n#tag")
+    info = vault.peek("A.md")
+    assert info is not None
+    assert info.parsed.tags == ("#tag",)
+    assert vault.peek("../outside/Secret.md") is None
+    assert vault.peek("Missing.md") is None
+    assert vault.notes == {}
+    assert vault.version == 0
+
+
+def test_first_search_scans_then_the_background_index_takes_over(
+    vault_dir: Path, background: None
+) -> None:
+    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+    scanned = retriever.invoke("OAuth deployment")
+    assert not retriever.core.index_ready or retriever.core.recall.size > 0
+    assert scanned
+    assert scanned[0].metadata["path"].startswith("Projects/Alpha/")
+    assert retriever.wait_for_index(timeout=30)
+    assert retriever.core.index_ready
+    assert retriever.core.recall.size == len(retriever.core.vault.notes)
+    indexed = retriever.invoke("OAuth deployment")
+    assert {d.metadata["path"] for d in indexed[:2]} == {d.metadata["path"] for d in scanned[:2]}
+    assert any("graphConnections" in d.metadata["explanation"] for d in indexed)
+
+
+def test_scanning_search_has_no_graph_boost_and_full_metadata(
+    vault_dir: Path, background: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(SearchCore, "_start_build", lambda self: None)
+    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+    docs = retriever.invoke("OAuth deployment")
+    assert not retriever.core.index_ready
+    assert docs
+    assert all("graphConnections" not in d.metadata["explanation"] for d in docs)
+    deployment = next(d for d in docs if d.metadata["path"] == "Projects/Alpha/Deployment.md")
+    assert deployment.metadata["tags"] == ["#project/alpha", "#ops"]
+    assert deployment.metadata["title"] == "Deployment"
+    assert "We deploy #project/alpha" in deployment.page_content
+    assert retriever.core.vault.notes == {}
+
+
+async def test_async_search_scans_too(vault_dir: Path, background: None) -> None:
+    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+    docs = await retriever.ainvoke("zeppelin")
+    assert [d.metadata["path"] for d in docs] == ["Crlf.md"]
+    assert retriever.wait_for_index(timeout=30)
+
+
+def test_edits_made_while_the_index_builds_are_found(
+    vault_dir: Path,
+    background: None,
+    monkeypatch: pytest.MonkeyPatch,
+    touch: Callable[[Path, str, int], None],
+) -> None:
+    building, release = threading.Event(), threading.Event()
+    original = RecallIndex.from_notes
+
+    def held(
+        cls: type[RecallIndex], notes: Sequence[NoteInfo], read: Callable[[NoteInfo], str | None]
+    ) -> RecallIndex:
+        building.set()
+        release.wait(30)
+        return original(notes, read)
+
+    monkeypatch.setattr(RecallIndex, "from_notes", classmethod(held))
+    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+    assert retriever.invoke("zeppelin")
+    assert building.wait(30)  # the build has read the vault and is indexing it
+    touch(vault_dir / "Crlf.md", "# Windows note\n\nNow about a dirigible.\n", 10)
+    (vault_dir / "Fresh.md").write_text("A note about quokkas.\n", encoding="utf-8")
+    assert [d.metadata["path"] for d in retriever.invoke("quokkas")] == ["Fresh.md"]
+    assert not retriever.core.index_ready
+    release.set()
+    assert retriever.wait_for_index(timeout=30)
+    assert [d.metadata["path"] for d in retriever.invoke("quokkas")] == ["Fresh.md"]
+    assert [d.metadata["path"] for d in retriever.invoke("dirigible")] == ["Crlf.md"]
+    assert retriever.invoke("zeppelin") == []
+
+
+def test_background_index_is_saved_for_the_next_process(
+    vault_dir: Path, background: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(core_module, "PERSIST_MIN_NOTES", 1)
+    first = TieredLexicalRetriever(vault_path=str(vault_dir))
+    expected = first.invoke("OAuth deployment")
+    assert first.wait_for_index(timeout=30)
+    assert index_path(first.core.vault).is_file()
+    second = TieredLexicalRetriever(vault_path=str(vault_dir))
+    restored = second.invoke("OAuth deployment")
+    assert second.core.index_ready  # restored: no scan
+    assert restored[0].metadata["path"] == expected[0].metadata["path"]
+
+
+def test_index_is_not_saved_when_the_vault_moved_on(vault_dir: Path) -> None:
+    vault = Vault(vault_dir)
+    index = RecallIndex()
+    index.apply(vault.refresh())
+    built_at = vault.version
+    (vault_dir / "Later.md").write_text("later", encoding="utf-8")
+    vault.refresh()
+    assert not save_index(vault, index, expected_version=built_at)
+    assert not index_path(vault).exists()
+    assert save_index(vault, index, expected_version=vault.version)
+
+
+def test_failed_background_build_falls_back_to_indexing_in_the_foreground(
+    vault_dir: Path,
+    background: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+
+    def failing(cls: type[RecallIndex], *args: object) -> RecallIndex:
+        raise MemoryError("simulated")
+
+    monkeypatch.setattr(RecallIndex, "from_notes", classmethod(failing))
+    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+    with caplog.at_level(logging.ERROR):
+        assert retriever.invoke("zeppelin")
+        assert retriever.wait_for_index(timeout=30)
+    assert "Indexing" in caplog.text
+    assert "failed" in caplog.text
+    docs = retriever.invoke("zeppelin")
+    assert [d.metadata["path"] for d in docs] == ["Crlf.md"]
+    assert retriever.core.recall.size == len(retriever.core.vault.notes)
+
+
+def test_exclusion_rules_hold_while_scanning(
+    vault_dir: Path, background: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(SearchCore, "_start_build", lambda self: None)
+    retriever = TieredLexicalRetriever(
+        vault_path=str(vault_dir), exclusions=["Daily", "#ops"], persist_index=False
+    )
+    found = {d.metadata["path"] for d in retriever.invoke("deployment OAuth")}
+    assert "Projects/Alpha/OAuth Setup.md" in found
+    assert "Daily/2024-03-05.md" not in found  # excluded folder
+    assert "Projects/Alpha/Deployment.md" not in found  # excluded tag: needs the parse
+
+
+def test_small_vaults_index_in_the_foreground(vault_dir: Path) -> None:
+    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+    assert retriever.invoke("zeppelin")
+    assert retriever.core.index_ready
+    assert retriever.core.recall.size > 0
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["oauth", "project alpha deployment", "piano scales", "学习", "#meeting", "Auth.js JWT"],
+)
+def test_scan_and_index_agree_on_the_best_note_of_the_sample_vault(
+    query: str, background: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scanning = TieredLexicalRetriever(vault_path=str(SAMPLE_VAULT), persist_index=False, k=5)
+    monkeypatch.setattr(SearchCore, "_start_build", lambda self: None)
+    scanned = scanning.invoke(query)
+    monkeypatch.undo()
+    indexed_retriever = TieredLexicalRetriever(vault_path=str(SAMPLE_VAULT), persist_index=False)
+    indexed = indexed_retriever.invoke(query, k=5)
+    assert scanned
+    assert indexed
+    assert scanned[0].metadata["path"] == indexed[0].metadata["path"]
