@@ -250,6 +250,7 @@ class SearchCore:
             version = self.vault.version
             self.vault.refresh(keep_text=False)
             current = self.vault.version
+            self.vault.folder_sizes()  # builds the link graph here, not in the next search
             notes = list(self.vault.notes.values())
             index = RecallIndex.from_notes(notes, lambda info: self.vault.read_text(info.path))
             indexed = {info.path: info for info in notes if index.holds(info.path)}
