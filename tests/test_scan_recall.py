@@ -12,6 +12,7 @@ import pytest
 
 from langchain_vaultsearch import TieredLexicalRetriever
 from langchain_vaultsearch.search import core as core_module
+from langchain_vaultsearch.search.chunk_store import ChunkStore
 from langchain_vaultsearch.search.core import SearchCore
 from langchain_vaultsearch.search.index_cache import index_path, save_index
 from langchain_vaultsearch.search.recall import RecallIndex
@@ -266,3 +267,18 @@ def test_scan_and_index_agree_on_the_best_note_of_the_sample_vault(
     assert scanned
     assert indexed
     assert scanned[0].metadata["path"] == indexed[0].metadata["path"]
+
+
+def test_chunks_by_id_for_recorded_and_peeked_notes(vault_dir: Path) -> None:
+    vault = Vault(vault_dir, watch=False)
+    store = ChunkStore(vault)
+    peeked = vault.peek("C# Notes.md")
+    assert peeked is not None
+    chunk = store.get_chunk("C# Notes.md#0", peeked)
+    assert chunk is not None
+    assert "LINQ queries" in chunk.content
+    assert store.get_chunk("C# Notes.md#0") is None  # not recorded until a refresh
+    vault.refresh()
+    assert "LINQ queries" in store.get_chunk_text("C# Notes.md#0")
+    assert store.get_chunk_text("C# Notes.md#1") == ""
+    assert store.get_chunk("C# Notes.md") is None

@@ -143,14 +143,20 @@ class ChunkStore:
             )
         return indexed
 
-    def get_chunk(self, chunk_id: str) -> Chunk | None:
+    def get_chunk(self, chunk_id: str, info: NoteInfo | None = None) -> Chunk | None:
         """A chunk by id, None when the id is malformed or the note or chunk is gone.
 
         The note path is everything before the last `#`, so file names that contain `#`
         (`C# Notes.md#0`) work, unlike the original.
+
+        Args:
+            chunk_id: `path#index`.
+            info: the note's record when the caller has one the vault has not recorded
+                (a note parsed for a search made before the first index, see `Vault.peek`).
         """
         index = chunk_index_from_chunk_id(chunk_id)
-        info = self._vault.get(note_path_from_chunk_id(chunk_id))
+        if info is None:
+            info = self._vault.get(note_path_from_chunk_id(chunk_id))
         if index is None or info is None:
             return None
         chunks = self.chunks_for(info)

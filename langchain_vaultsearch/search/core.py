@@ -40,11 +40,7 @@ from langchain_vaultsearch.search.scoring import (
     normalize_scores,
     select_diverse_top_k,
 )
-from langchain_vaultsearch.text.chunking import (
-    Chunk,
-    chunk_index_from_chunk_id,
-    note_path_from_chunk_id,
-)
+from langchain_vaultsearch.text.chunking import Chunk, note_path_from_chunk_id
 from langchain_vaultsearch.vault.vault import NoteInfo, Vault, VaultChanges, folder_of
 
 logger = logging.getLogger(__name__)
@@ -190,7 +186,7 @@ class SearchCore:
             changes = self.vault.refresh()
             if self.vault.version != version + bool(changes) or version != self._vault_version:
                 # Another index refreshed the shared vault and got the change set.
-                changes = self._reconcile(changes, self._indexed)
+                changes = self._reconcile(changes)
             self._vault_version = self.vault.version
             self.recall.apply(changes)
             for path in changes.removed:
@@ -212,8 +208,9 @@ class SearchCore:
             if len(self._indexed) >= FREEZE_AFTER_NOTES:
                 _freeze_long_lived_objects()
 
-    def _reconcile(self, changes: VaultChanges, indexed: dict[str, NoteInfo]) -> VaultChanges:
-        """The change set between the notes `indexed` holds and the vault's notes now."""
+    def _reconcile(self, changes: VaultChanges) -> VaultChanges:
+        """The change set between what this index holds and the vault's notes now."""
+        indexed = self._indexed
         texts = {info.path: text for info, text in changes.updated}
         notes = self.vault.notes
         updated = []
@@ -480,11 +477,8 @@ class SearchCore:
     def chunk(self, chunk_id: str) -> tuple[NoteInfo, Chunk] | None:
         """A chunk by id with its note's record, None when the note or chunk is gone."""
         info = self.note(note_path_from_chunk_id(chunk_id))
-        index = chunk_index_from_chunk_id(chunk_id)
-        if info is None or index is None:
-            return None
-        chunks = self.chunks.chunks_for(info)
-        return (info, chunks[index].chunk) if 0 <= index < len(chunks) else None
+        chunk = None if info is None else self.chunks.get_chunk(chunk_id, info)
+        return None if info is None or chunk is None else (info, chunk)
 
     def _score(
         self, paths: list[str], terms: list[str], limit: int, opts: SearchOptions

@@ -168,8 +168,9 @@ class ScanRecall:
             meta = _holding_all(metas, needles)
             if len(needles) > 1:
                 # A joined word ("next.js" -> next, js, nextjs) is also found as typed.
-                body |= _holding_all(texts, [_Needle(term)])
-                meta |= _holding_all(metas, [_Needle(term)])
+                as_typed = [_Needle(term)]
+                body |= _holding_all(texts, as_typed)
+                meta |= _holding_all(metas, as_typed)
             either = body | meta
             found = int(either.sum())
             if found == 0:
