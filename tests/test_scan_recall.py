@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,9 +15,10 @@ from langchain_vaultsearch.search import core as core_module
 from langchain_vaultsearch.search.chunk_store import ChunkStore
 from langchain_vaultsearch.search.core import SearchCore
 from langchain_vaultsearch.search.index_cache import index_path, save_index
+from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault
+from langchain_vaultsearch.vault.vault import Vault
 from tests.conftest import SAMPLE_VAULT, write_vault
 
 SCAN_NOTES: dict[str, str | bytes] = {
@@ -158,20 +159,18 @@ def test_edits_made_while_the_index_builds_are_found(
     monkeypatch: pytest.MonkeyPatch,
     touch: Callable[[Path, str, int], None],
 ) -> None:
-    building, release = threading.Event(), threading.Event()
-    original = RecallIndex.from_notes
+    built, release = threading.Event(), threading.Event()
 
-    def held(
-        cls: type[RecallIndex], notes: Sequence[NoteInfo], read: Callable[[NoteInfo], str | None]
-    ) -> RecallIndex:
-        building.set()
+    def held(vault: Vault, target: Path | None) -> Path:
+        written = build_index_file(vault, target)
+        built.set()
         release.wait(30)
-        return original(notes, read)
+        return written
 
-    monkeypatch.setattr(RecallIndex, "from_notes", classmethod(held))
+    monkeypatch.setattr(core_module, "build_index_file", held)
     retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
     assert retriever.invoke("zeppelin")
-    assert building.wait(30)  # the build has read the vault and is indexing it
+    assert built.wait(30)  # the child has read the vault and written its index
     touch(vault_dir / "Crlf.md", "# Windows note\n\nNow about a dirigible.\n", 10)
     (vault_dir / "Fresh.md").write_text("A note about quokkas.\n", encoding="utf-8")
     assert [d.metadata["path"] for d in retriever.invoke("quokkas")] == ["Fresh.md"]
@@ -181,6 +180,41 @@ def test_edits_made_while_the_index_builds_are_found(
     assert [d.metadata["path"] for d in retriever.invoke("quokkas")] == ["Fresh.md"]
     assert [d.metadata["path"] for d in retriever.invoke("dirigible")] == ["Crlf.md"]
     assert retriever.invoke("zeppelin") == []
+
+
+def test_unsaved_index_leaves_no_file_behind(
+    vault_dir: Path, tmp_path: Path, background: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))  # where the child writes its index
+    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+    assert retriever.invoke("zeppelin")
+    assert retriever.wait_for_index(timeout=30)
+    assert retriever.core.recall.size == len(retriever.core.vault.notes) > 0
+    assert list(temporary.iterdir()) == []
+    assert not (vault_dir / ".vaultsearch").exists()
+
+
+def test_index_process_warnings_reach_the_searching_process(
+    vault_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    vault = Vault(vault_dir, watch=False)
+    with caplog.at_level(logging.WARNING):
+        written = build_index_file(vault, tmp := vault_dir.parent / "index.npz")
+    assert written == tmp
+    broken = [r for r in caplog.records if "Broken.md" in r.getMessage()]
+    assert [r.name for r in broken] == ["langchain_vaultsearch.vault.vault"]
+    assert broken[0].levelno == logging.WARNING
+
+
+def test_index_process_failure_is_reported_with_its_cause(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    vault = Vault(root, watch=False)
+    root.rmdir()
+    with pytest.raises(IndexBuildError, match="does not exist"):
+        build_index_file(vault, None)
 
 
 def test_background_index_is_saved_for_the_next_process(
@@ -215,17 +249,17 @@ def test_failed_background_build_falls_back_to_indexing_in_the_foreground(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    def failing(vault: Vault, target: Path | None) -> Path:
+        raise IndexBuildError("simulated")
 
-    def failing(cls: type[RecallIndex], *args: object) -> RecallIndex:
-        raise MemoryError("simulated")
-
-    monkeypatch.setattr(RecallIndex, "from_notes", classmethod(failing))
-    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
-    with caplog.at_level(logging.ERROR):
+    monkeypatch.setattr(core_module, "build_index_file", failing)
+    retriever = TieredLexicalRetriever(vault_path=str(vault_dir))
+    with caplog.at_level(logging.WARNING):
         assert retriever.invoke("zeppelin")
         assert retriever.wait_for_index(timeout=30)
     assert "Indexing" in caplog.text
     assert "failed" in caplog.text
+    assert "simulated" in caplog.text
     docs = retriever.invoke("zeppelin")
     assert [d.metadata["path"] for d in docs] == ["Crlf.md"]
     assert retriever.core.recall.size == len(retriever.core.vault.notes)

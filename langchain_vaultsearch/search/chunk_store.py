@@ -96,17 +96,6 @@ class ChunkStore:
                 self._evict()
         return chunks
 
-    @property
-    def budget_bytes(self) -> int:
-        """Approximate memory the cache may hold; lowering it evicts at once."""
-        return self._budget
-
-    @budget_bytes.setter
-    def budget_bytes(self, value: int) -> None:
-        with self._lock:
-            self._budget = value
-            self._evict()
-
     def _evict(self) -> None:
         """Drop least recently used notes until the cache fits its budget (lock held)."""
         while self._used > self._budget and self._cache:

@@ -19,6 +19,7 @@ import gc
 import logging
 import threading
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from langchain_vaultsearch.search.boosts import apply_folder_boost, apply_graph_boost
@@ -32,7 +33,8 @@ from langchain_vaultsearch.search.expansion import (
     fallback_expansion,
 )
 from langchain_vaultsearch.search.fulltext import LexicalHit, rank_chunks
-from langchain_vaultsearch.search.index_cache import load_index, save_index
+from langchain_vaultsearch.search.index_cache import index_path, load_index, save_index
+from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
 from langchain_vaultsearch.search.recall import RecallIndex, SortedTerms, Vocabulary
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.search.scoring import (
@@ -56,9 +58,6 @@ FREEZE_AFTER_NOTES = 1000
 # A first index of at least this many notes is built in the background while searches
 # scan (1,000 notes take ~1.4 s to index in the foreground).
 BACKGROUND_BUILD_NOTES = 1000
-# Share of the chunk cache's budget kept while scanning: the scan's text and the index
-# being built need the memory, and searches made in those seconds gain little from it.
-SCAN_CHUNK_BUDGET_SHARE = 0.25
 MAX_RESULTS_RANGE = (1, 100)
 CANDIDATE_LIMIT_RANGE = (10, 1000)
 # Notes only the expansion found score at most this share of the weakest note the query's
@@ -160,7 +159,6 @@ class SearchCore:
         # Set while the first index is built in the background: what searches recall from.
         self._scan: ScanRecall | None = None
         self._builder: threading.Thread | None = None
-        self._chunk_budget = self.chunks.budget_bytes
 
     @property
     def index_ready(self) -> bool:
@@ -170,17 +168,16 @@ class SearchCore:
     def sync(self) -> None:
         """Pick up notes added, changed or removed since the last query."""
         with self._sync_lock:
-            if self._vault_version < 0 and self.persist_index:
-                self._restore()
             if self._scan is not None:
+                # The build's own index file may be there already: the builder loads it.
                 self._scan.refresh()
                 return
-            if self._vault_version < 0 and not self.vault.notes:
+            if self._vault_version < 0 and self.persist_index:
+                self._restore()
+            if self._vault_version < 0 and self._builder is None and not self.vault.notes:
                 files = self.vault.list_files()
                 if len(files) >= BACKGROUND_BUILD_NOTES:
                     self._scan = ScanRecall(self.vault, files)
-                    self._chunk_budget = self.chunks.budget_bytes
-                    self.chunks.budget_bytes = int(self._chunk_budget * SCAN_CHUNK_BUDGET_SHARE)
                     return
             version = self.vault.version
             changes = self.vault.refresh()
@@ -199,14 +196,17 @@ class SearchCore:
             if len(changes.updated) >= FREEZE_AFTER_NOTES:
                 _freeze_long_lived_objects()
 
-    def _restore(self) -> None:
-        loaded = load_index(self.vault)
-        if loaded is not None:
-            self.recall = loaded
-            self._indexed = dict(self.vault.notes)
-            self._vault_version = self.vault.version
-            if len(self._indexed) >= FREEZE_AFTER_NOTES:
-                _freeze_long_lived_objects()
+    def _restore(self, path: Path | None = None) -> bool:
+        """Load a saved index (sync lock held); False when there is none to load."""
+        loaded = load_index(self.vault, path)
+        if loaded is None:
+            return False
+        self.recall = loaded
+        self._indexed = dict(self.vault.notes)
+        self._vault_version = self.vault.version
+        if len(self._indexed) >= FREEZE_AFTER_NOTES:
+            _freeze_long_lived_objects()
+        return True
 
     def _reconcile(self, changes: VaultChanges) -> VaultChanges:
         """The change set between what this index holds and the vault's notes now."""
@@ -235,43 +235,38 @@ class SearchCore:
             self._builder.start()
 
     def _build(self) -> None:
-        """Read, parse and index every note, then switch searches from scanning to the index.
+        """Index every note in a child process, then switch searches from scanning to it.
 
-        The vault version is taken before the refresh: the next sync then reconciles
-        against the vault, so edits made while this ran are picked up. Texts are read
-        again one at a time rather than kept from the refresh, so the scan's copy and
-        the index being built are all that is held at once (peak RSS growth over the
-        6,280 notes of obsidian-help: 226 MB with the refresh's texts kept, 186 without).
+        The child saves the index where a restart would find it (or in a temporary file
+        when the index is not persisted), and this process loads it as a restart would,
+        its vault adopting the note records the child read. The next sync refreshes the
+        vault against those records, so notes edited while the child ran are read again.
+        Searches wait the second the loading takes: the scan's text is dropped first, as
+        holding it and the index at once was the process's peak memory.
         """
+        target = index_path(self.vault) if self.persist_index else None
+        written: Path | None = None
         try:
-            version = self.vault.version
-            self.vault.refresh(keep_text=False)
-            current = self.vault.version
-            self.vault.folder_sizes()  # builds the link graph here, not in the next search
-            notes = list(self.vault.notes.values())
-            index = RecallIndex.from_notes(notes, lambda info: self.vault.read_text(info.path))
-            indexed = {info.path: info for info in notes if index.holds(info.path)}
-            saved = (
-                self.persist_index
-                and index.size >= PERSIST_MIN_NOTES
-                and save_index(self.vault, index, expected_version=current)
-            )
-        except Exception:
-            logger.exception("Indexing %s failed; the next search indexes it", self.vault.root)
+            written = build_index_file(self.vault, target)
             with self._sync_lock:
                 self._scan = None
-                self._vault_version = version  # the next sync reconciles: a full build
-                self.chunks.budget_bytes = self._chunk_budget
-            return
-        with self._sync_lock:
-            self.recall = index
-            self._indexed = indexed
-            self._vault_version = version
-            self._unsaved_notes = 0 if saved else len(indexed)
-            self._scan = None
-            self.chunks.budget_bytes = self._chunk_budget
-        if len(indexed) >= FREEZE_AFTER_NOTES:
-            _freeze_long_lived_objects()
+                if not self._restore(written):
+                    msg = f"the index written to {written} could not be loaded"
+                    raise IndexBuildError(msg)
+                self._unsaved_notes = 0 if written == target else len(self._indexed)
+                self.vault.folder_sizes()  # builds the link graph here, not in a search
+        except Exception as exc:
+            message = "Indexing %s failed; the next search indexes it"
+            if isinstance(exc, IndexBuildError):
+                logger.warning(message + ": %s", self.vault.root, exc)
+            else:
+                logger.exception(message, self.vault.root)
+            with self._sync_lock:
+                # The vault was never refreshed: the next sync reads every note.
+                self._scan = None
+        finally:
+            if written is not None and written != target:
+                written.unlink(missing_ok=True)
 
     def wait_for_index(self, timeout: float | None = None) -> bool:
         """Index the vault now, or wait for the background build to finish.

@@ -60,7 +60,12 @@ def format_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def save_index(vault: Vault, index: RecallIndex, expected_version: int | None = None) -> bool:
+def save_index(
+    vault: Vault,
+    index: RecallIndex,
+    expected_version: int | None = None,
+    target: Path | None = None,
+) -> bool:
     """Save the index and the vault's note records.
 
     Args:
@@ -69,6 +74,7 @@ def save_index(vault: Vault, index: RecallIndex, expected_version: int | None = 
         expected_version: the vault version the index was built at, when the vault may
             have been refreshed since (by another thread): then the records would be
             newer than the index, and nothing is saved.
+        target: the file to write; the vault's `index_path` by default.
 
     Returns:
         True when saved; False when the folder is not writable (logged, not raised) or
@@ -80,7 +86,7 @@ def save_index(vault: Vault, index: RecallIndex, expected_version: int | None = 
         # Versions only grow: unchanged after `records()` means the records match it.
         return False
     header = {"format": format_key(), "paths": snapshot.paths, "notes": records}
-    target = index_path(vault)
+    target = target or index_path(vault)
     try:
         target.parent.mkdir(exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
@@ -104,17 +110,18 @@ def save_index(vault: Vault, index: RecallIndex, expected_version: int | None = 
     return True
 
 
-def load_index(vault: Vault) -> RecallIndex | None:
+def load_index(vault: Vault, path: Path | None = None) -> RecallIndex | None:
     """Load a saved index into a vault that has not been scanned yet.
 
     Args:
         vault: a fresh vault; it adopts the saved note records.
+        path: the file to read; the vault's `index_path` by default.
 
     Returns:
         The recall index, or None when there is no usable saved index (missing, from
         another version, damaged: logged, never raised).
     """
-    path = index_path(vault)
+    path = path or index_path(vault)
     if not path.is_file():
         return None
     try:

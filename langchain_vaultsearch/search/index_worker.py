@@ -1,0 +1,159 @@
+"""The first index of a large vault, built in a separate process.
+
+Reading, parsing and tokenizing 6,000 notes is ~8 s of Python: in a thread of the
+searching process it shared the GIL with the searches made meanwhile (each took 1.2-1.8 s
+instead of ~0.2 s) and its transient memory added to the process's peak (up to 244 MB
+over the baseline on obsidian-help). A child process has its own interpreter and its own
+memory; it writes the index file the way `save_index` does and exits, and the search
+process loads that file as a restart would.
+
+The child is `python -m langchain_vaultsearch.search.index_worker`, not a
+`multiprocessing` target: spawning one re-imports the caller's `__main__`, which in a
+user's script without a `__main__` guard runs the script again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from langchain_vaultsearch.search.index_cache import save_index
+from langchain_vaultsearch.search.recall import RecallIndex
+from langchain_vaultsearch.vault.vault import Vault
+
+logger = logging.getLogger(__name__)
+
+# Log records of the child travel on its stderr as one JSON object per line.
+_LOG_FIELDS = ("name", "levelno", "message")
+
+_running: set[subprocess.Popen[bytes]] = set()
+_running_lock = threading.Lock()
+
+
+class IndexBuildError(RuntimeError):
+    """The index process failed; the message ends with what it printed."""
+
+
+def build_index_file(vault: Vault, target: Path | None) -> Path:
+    """Build the vault's index in a child process and return the file it wrote.
+
+    Args:
+        vault: the vault to index; its folder and reading rules are passed on. Its
+            inclusion and exclusion rules are not: the index holds every note, and the
+            process loading it marks which are searchable.
+        target: where to save the index; None, or a folder that cannot be written,
+            saves it to a temporary file the caller deletes.
+
+    Returns:
+        The file written.
+
+    Raises:
+        IndexBuildError: when the process could not start or did not write an index.
+    """
+    request = {
+        "root": str(vault.root),
+        "include_hidden": vault.include_hidden,
+        "max_note_bytes": vault.max_note_bytes,
+        "target": None if target is None else str(target),
+    }
+    # The child finds this package even when it was put on sys.path by hand.
+    package_parent = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
+    try:
+        process = subprocess.Popen(  # noqa: S603 - our own module, run by this interpreter
+            [sys.executable, "-m", __name__, json.dumps(request)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    except OSError as exc:
+        msg = f"could not start {sys.executable} to index {vault.root}: {exc}"
+        raise IndexBuildError(msg) from exc
+    with _running_lock:
+        _running.add(process)
+    try:
+        out, err = process.communicate()
+    finally:
+        with _running_lock:
+            _running.discard(process)
+    problems = _relay_logs(err.decode("utf-8", "replace"))
+    written = out.decode("utf-8", "replace").strip()
+    if process.returncode != 0 or not written:
+        tail = "\n".join(problems[-20:]) or "(nothing printed)"
+        msg = f"the index process exited with code {process.returncode}:\n{tail}"
+        raise IndexBuildError(msg)
+    return Path(written)
+
+
+def _relay_logs(stderr: str) -> list[str]:
+    """Log the child's records here as if logged by this process; return the other lines."""
+    other = []
+    for line in stderr.splitlines():
+        try:
+            record = json.loads(line)
+            name, level, message = (record[key] for key in _LOG_FIELDS)
+        except (ValueError, TypeError, KeyError):
+            other.append(line)
+            continue
+        logging.getLogger(str(name)).log(int(level), "%s", message)
+    return other
+
+
+@atexit.register
+def _stop_running_builds() -> None:
+    """A build nobody will load is not left running after its process exits."""
+    with _running_lock:
+        for process in _running:
+            process.kill()
+
+
+class _JsonLines(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        line = {"name": record.name, "levelno": record.levelno, "message": record.getMessage()}
+        sys.stderr.write(json.dumps(line) + "\n")
+
+
+def _build(request: dict[str, object]) -> Path:
+    """Index the vault the request names and save the index; return where."""
+    vault = Vault(
+        str(request["root"]),
+        include_hidden=bool(request["include_hidden"]),
+        max_note_bytes=int(str(request["max_note_bytes"])),
+        watch=False,
+    )
+    # Texts are read again one at a time rather than kept from the refresh, so 6,000
+    # notes' text is never held at once.
+    vault.refresh(keep_text=False)
+    index = RecallIndex.from_notes(
+        list(vault.notes.values()), lambda info: vault.read_text(info.path)
+    )
+    target = request["target"]
+    if target is not None and save_index(vault, index, target=Path(str(target))):
+        return Path(str(target))
+    handle, temporary = tempfile.mkstemp(prefix="vaultsearch-", suffix=".npz")
+    os.close(handle)
+    if not save_index(vault, index, target=Path(temporary)):
+        msg = f"could not write the index to {temporary}"
+        raise OSError(msg)
+    return Path(temporary)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Child entry point: one JSON request argument; prints the saved file's path."""
+    args = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.WARNING, handlers=[_JsonLines()])
+    sys.stdout.write(f"{_build(json.loads(args[0]))}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
