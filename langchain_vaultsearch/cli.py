@@ -3,6 +3,7 @@
 `vaultsearch search --vault PATH [--k N] [--json] [--explain] [--expand] QUERY`
 `vaultsearch context --vault PATH [--time EXPR] [--k N] QUESTION`
 `vaultsearch ask --vault PATH [--time EXPR] [--k N] [--chat-model NAME] QUESTION`
+`vaultsearch index --vault PATH`
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_question_arguments(ask)
     _add_chat_model_argument(ask, "ask")
+    index = commands.add_parser(
+        "index",
+        help="index the vault now and save the index in <vault>/.vaultsearch/, so that"
+        " every later search starts from it",
+    )
+    _add_vault_arguments(index)
     return parser
 
 
@@ -110,10 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.WARNING if args.verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    if not 1 <= args.k <= 100:
+    if hasattr(args, "k") and not 1 <= args.k <= 100:
         print(f"vaultsearch: --k must be between 1 and 100, got {args.k}", file=sys.stderr)
         return 2
-    run = {"search": _search, "context": _context, "ask": _ask}[args.command]
+    run = {"search": _search, "context": _context, "ask": _ask, "index": _index}[args.command]
     try:
         return run(args)
     except UsageError as exc:
@@ -161,6 +169,21 @@ def _search(args: argparse.Namespace) -> int:
         print()
         for rank, doc in enumerate(documents, start=1):
             print(f"{rank:>3}. {doc.id}\n{_explain(doc.metadata['explanation'])}")
+    return 0
+
+
+def _index(args: argparse.Namespace) -> int:
+    """Index in the foreground and save: one-shot searches never wait for a build."""
+    start = time.perf_counter()
+    core = TieredLexicalRetriever(vault=_open_vault(args)).core
+    core.wait_for_index()
+    saved = core.save()
+    seconds = time.perf_counter() - start
+    notes = f"{core.recall.size:,} notes in {seconds:.1f} s"
+    if saved is None:
+        print(f"vaultsearch: indexed {notes} but could not save the index", file=sys.stderr)
+        return 1
+    print(f"Indexed {notes}; saved to {saved}")
     return 0
 
 

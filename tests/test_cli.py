@@ -14,8 +14,9 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatResult
 
-from langchain_vaultsearch import cli, create_vault_context_chain
+from langchain_vaultsearch import TieredLexicalRetriever, Vault, cli, create_vault_context_chain
 from langchain_vaultsearch.cli import main
+from langchain_vaultsearch.search import core as core_module
 from tests.conftest import write_vault
 from tests.fake_models import PIANO_REPLY, ScriptedChatModel
 
@@ -314,3 +315,32 @@ def test_ask_reports_a_failing_model_without_a_traceback(
     assert main(["ask", "--vault", str(qa_vault), "Why JWT?"]) == 1
     err = capsys.readouterr().err
     assert err.strip() == "vaultsearch: the chat model failed: 401 invalid api key"
+
+
+def test_index_saves_an_index_the_next_search_starts_from(
+    vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["index", "--vault", str(vault_dir)]) == 0
+    out = capsys.readouterr().out
+    saved = vault_dir / ".vaultsearch" / "lexical-index.npz"
+    assert saved.is_file()
+    assert out.startswith("Indexed ")
+    assert str(saved) in out
+    vault = Vault(vault_dir, watch=False)
+    retriever = TieredLexicalRetriever(vault=vault)
+    retriever.core.sync()
+    assert vault.version == 1  # adopted from the saved index, nothing read since
+    assert retriever.core.recall.size == len(vault.notes) > 0
+
+
+def test_index_of_an_unwritable_vault_exits_1(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(core_module, "save_index", lambda *args, **kwargs: False)
+    assert main(["index", "--vault", str(vault_dir)]) == 1
+    assert "could not save the index" in capsys.readouterr().err
+
+
+def test_index_of_a_missing_vault_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", "--vault", "/definitely/not/here"]) == 2
+    assert "does not exist" in capsys.readouterr().err

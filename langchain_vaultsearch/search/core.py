@@ -284,6 +284,18 @@ class SearchCore:
             builder.join(timeout)
         return self.index_ready
 
+    def save(self) -> Path | None:
+        """Save the index now, whatever the vault's size (`vaultsearch index` does).
+
+        Returns:
+            The file written, or None when it could not be (the reason is logged).
+        """
+        with self._sync_lock:
+            if not save_index(self.vault, self.recall):
+                return None
+            self._unsaved_notes = 0
+            return index_path(self.vault)
+
     def _should_save(self) -> bool:
         return (
             self.persist_index
