@@ -278,6 +278,21 @@ def test_exclusion_rules_hold_while_scanning(
     assert "Projects/Alpha/Deployment.md" not in found  # excluded tag: needs the parse
 
 
+def test_exclusion_rules_hold_once_the_index_process_took_over(
+    vault_dir: Path, background: None
+) -> None:
+    retriever = TieredLexicalRetriever(
+        vault_path=str(vault_dir), exclusions=["Daily", "#ops"], persist_index=False
+    )
+    assert retriever.invoke("deployment OAuth")
+    assert retriever.wait_for_index(timeout=30)
+    assert retriever.core.recall.size > 0
+    found = {d.metadata["path"] for d in retriever.invoke("deployment OAuth")}
+    assert "Projects/Alpha/OAuth Setup.md" in found
+    assert "Daily/2024-03-05.md" not in found
+    assert "Projects/Alpha/Deployment.md" not in found
+
+
 def test_small_vaults_index_in_the_foreground(vault_dir: Path) -> None:
     retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
     assert retriever.invoke("zeppelin")

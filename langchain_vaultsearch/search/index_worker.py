@@ -7,9 +7,9 @@ over the baseline on obsidian-help). A child process has its own interpreter and
 memory; it writes the index file the way `save_index` does and exits, and the search
 process loads that file as a restart would.
 
-The child is `python -m langchain_vaultsearch.search.index_worker`, not a
-`multiprocessing` target: spawning one re-imports the caller's `__main__`, which in a
-user's script without a `__main__` guard runs the script again.
+The child runs `main` of this module in a new interpreter, not as a `multiprocessing`
+target: spawning one re-imports the caller's `__main__`, which in a user's script without
+a `__main__` guard runs the script again.
 """
 
 from __future__ import annotations
@@ -32,6 +32,14 @@ logger = logging.getLogger(__name__)
 
 # Log records of the child travel on its stderr as one JSON object per line.
 _LOG_FIELDS = ("name", "levelno", "message")
+
+# The child's entry: the working folder is taken off its path (a `json.py` there must not
+# shadow the standard library), and this package's folder is put last, so the child finds
+# the package even when the caller put it on `sys.path` by hand.
+_CHILD_CODE = (
+    "import sys; sys.path[:] = [p for p in sys.path if p] + [sys.argv[2]]; "
+    "from langchain_vaultsearch.search.index_worker import main; sys.exit(main(sys.argv[1:2]))"
+)
 
 _running: set[subprocess.Popen[bytes]] = set()
 _running_lock = threading.Lock()
@@ -63,17 +71,13 @@ def build_index_file(vault: Vault, target: Path | None) -> Path:
         "max_note_bytes": vault.max_note_bytes,
         "target": None if target is None else str(target),
     }
-    # The child finds this package even when it was put on sys.path by hand.
     package_parent = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
     try:
         process = subprocess.Popen(  # noqa: S603 - our own module, run by this interpreter
-            [sys.executable, "-m", __name__, json.dumps(request)],
+            [sys.executable, "-c", _CHILD_CODE, json.dumps(request), package_parent],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env,
         )
     except OSError as exc:
         msg = f"could not start {sys.executable} to index {vault.root}: {exc}"
@@ -147,13 +151,8 @@ def _build(request: dict[str, object]) -> Path:
     return Path(temporary)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str]) -> int:
     """Child entry point: one JSON request argument; prints the saved file's path."""
-    args = sys.argv[1:] if argv is None else argv
     logging.basicConfig(level=logging.WARNING, handlers=[_JsonLines()])
-    sys.stdout.write(f"{_build(json.loads(args[0]))}\n")
+    sys.stdout.write(f"{_build(json.loads(argv[0]))}\n")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
