@@ -104,9 +104,13 @@ def _reset_peak_rss() -> bool:
     return True
 
 
-def _peak_rss_kb() -> int:
-    """Peak resident set size of this process so far, in KiB on every platform."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def _peak_rss_kb(who: int = resource.RUSAGE_SELF) -> int:
+    """Peak resident set size so far, in KiB on every platform.
+
+    Args:
+        who: `RUSAGE_SELF`, or `RUSAGE_CHILDREN` for the largest child waited for.
+    """
+    peak = resource.getrusage(who).ru_maxrss
     return peak // 1024 if sys.platform == "darwin" else peak  # macOS reports bytes
 
 
@@ -193,7 +197,7 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         warm_empty += empty
     peak_after = _peak_rss_kb()
     # A first index builds in a child process: its peak is memory the user pays too.
-    children_peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    children_peak_kb = _peak_rss_kb(resource.RUSAGE_CHILDREN)
 
     result.update(
         first_query_ms=cold[0] if cold else float("nan"),

@@ -173,7 +173,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
-    """Index in the foreground and save: one-shot searches never wait for a build."""
+    """Index the vault and save the index: later one-shot searches start from it."""
     start = time.perf_counter()
     core = TieredLexicalRetriever(vault=_open_vault(args)).core
     core.wait_for_index()

@@ -62,6 +62,18 @@ def test_scan_matches_where_a_word_starts(scan_vault: Vault) -> None:
     assert ".obsidian/Sync settings.md" not in paths(scan.candidates(["settings"], 10))
 
 
+def test_scan_sees_where_each_note_starts_and_ends(tmp_path: Path) -> None:
+    # Notes share one buffer: a note's last letters must not hide the next note's first
+    # word, and a word may not run on into the next note.
+    # Every note ends in a letter; of two notes opening with "sync", one is not first.
+    notes: dict[str, str | bytes] = {f"N{i}.md": "xa" for i in range(5)}
+    notes.update({"S1.md": "sync", "S2.md": "sync", "Tail.md": "js", "Head.md": "onward"})
+    scan = ScanRecall(Vault(write_vault(tmp_path / "vault", notes), watch=False))
+    assert set(paths(scan.candidates(["sync"], 10))) == {"S1.md", "S2.md"}
+    assert paths(scan.candidates(["xasync"], 10)) == []
+    assert paths(scan.candidates(["jsonward"], 10)) == []
+
+
 def test_scan_weighs_rare_terms_above_common_ones(scan_vault: Vault) -> None:
     found = ScanRecall(scan_vault).candidates(["zanzibar", "the"], 10)
     assert found[0][0] == "Hidden words.md"
@@ -182,6 +194,46 @@ def test_edits_made_while_the_index_builds_are_found(
     assert retriever.invoke("zeppelin") == []
 
 
+def test_index_is_taken_over_when_another_reader_refreshed_the_shared_vault(
+    vault_dir: Path,
+    background: None,
+    monkeypatch: pytest.MonkeyPatch,
+    touch: Callable[[Path, str, int], None],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    built, release = threading.Event(), threading.Event()
+
+    def held(vault: Vault, target: Path | None) -> Path:
+        written = build_index_file(vault, target)
+        built.set()
+        release.wait(30)
+        return written
+
+    monkeypatch.setattr(core_module, "build_index_file", held)
+    vault = Vault(vault_dir)
+    retriever = TieredLexicalRetriever(vault=vault, persist_index=False)
+    assert retriever.invoke("zeppelin")
+    assert built.wait(30)
+    touch(vault_dir / "Crlf.md", "# Windows note\n\nNow about a dirigible.\n", 10)
+    vault.refresh()  # as a FilterRetriever on the same vault does
+    read_again: list[str] = []
+    original_read = Vault.read_text
+
+    def counting(self: Vault, path: str) -> str | None:
+        read_again.append(path)
+        return original_read(self, path)
+
+    monkeypatch.setattr(Vault, "read_text", counting)
+    release.set()
+    with caplog.at_level(logging.WARNING):
+        assert retriever.wait_for_index(timeout=30)
+    assert "failed" not in caplog.text
+    assert read_again == ["Crlf.md"]  # the index was current for every other note
+    assert [d.metadata["path"] for d in retriever.invoke("dirigible")] == ["Crlf.md"]
+    assert retriever.invoke("zeppelin") == []
+    assert retriever.core.recall.size == len(vault.notes)
+
+
 def test_unsaved_index_leaves_no_file_behind(
     vault_dir: Path, tmp_path: Path, background: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -257,6 +309,7 @@ def test_failed_background_build_falls_back_to_indexing_in_the_foreground(
     with caplog.at_level(logging.WARNING):
         assert retriever.invoke("zeppelin")
         assert retriever.wait_for_index(timeout=30)
+    assert retriever.core.recall.size == len(retriever.core.vault.notes) > 0
     assert "Indexing" in caplog.text
     assert "failed" in caplog.text
     assert "simulated" in caplog.text

@@ -168,7 +168,8 @@ class SearchCore:
     def sync(self) -> None:
         """Pick up notes added, changed or removed since the last query."""
         with self._sync_lock:
-            if self._scan is not None:
+            builder = self._builder
+            if self._scan is not None and (builder is None or builder.is_alive()):
                 # The build's own index file may be there already: the builder loads it.
                 self._scan.refresh()
                 return
@@ -185,11 +186,9 @@ class SearchCore:
                 # Another index refreshed the shared vault and got the change set.
                 changes = self._reconcile(changes)
             self._vault_version = self.vault.version
-            self.recall.apply(changes)
-            for path in changes.removed:
-                self._indexed.pop(path, None)
-            self._indexed.update((info.path, info) for info, _text in changes.updated)
-            self._unsaved_notes += len(changes.updated)
+            self._apply(changes)
+            # A failed build leaves its scan to the searches in flight until the index is in.
+            self._scan = None
             if self._should_save():
                 save_index(self.vault, self.recall)
                 self._unsaved_notes = 0
@@ -197,16 +196,29 @@ class SearchCore:
                 _freeze_long_lived_objects()
 
     def _restore(self, path: Path | None = None) -> bool:
-        """Load a saved index (sync lock held); False when there is none to load."""
+        """Load a saved index (sync lock held); False when there is none to load.
+
+        When the vault was refreshed by another reader first, the notes the index is not
+        current for are indexed again here.
+        """
         loaded = load_index(self.vault, path)
         if loaded is None:
             return False
-        self.recall = loaded
-        self._indexed = dict(self.vault.notes)
+        self.recall, self._indexed = loaded
         self._vault_version = self.vault.version
+        if len(self._indexed) != len(self.vault.notes):
+            self._apply(self._reconcile(VaultChanges()))
         if len(self._indexed) >= FREEZE_AFTER_NOTES:
             _freeze_long_lived_objects()
         return True
+
+    def _apply(self, changes: VaultChanges) -> None:
+        """Bring the index in line with a change set (sync lock held)."""
+        self.recall.apply(changes)
+        for path in changes.removed:
+            self._indexed.pop(path, None)
+        self._indexed.update((info.path, info) for info, _text in changes.updated)
+        self._unsaved_notes += len(changes.updated)
 
     def _reconcile(self, changes: VaultChanges) -> VaultChanges:
         """The change set between what this index holds and the vault's notes now."""
@@ -241,8 +253,9 @@ class SearchCore:
         when the index is not persisted), and this process loads it as a restart would,
         its vault adopting the note records the child read. The next sync refreshes the
         vault against those records, so notes edited while the child ran are read again.
-        Searches wait the second the loading takes: the scan's text is dropped first, as
-        holding it and the index at once was the process's peak memory.
+        The scan's text is dropped before the index is loaded, as holding both was the
+        process's peak memory; searches wait for the sync lock (syncing, recalling, and
+        looking up a note the vault does not know yet) until the index is in place.
         """
         target = index_path(self.vault) if self.persist_index else None
         written: Path | None = None
@@ -256,14 +269,12 @@ class SearchCore:
                 self._unsaved_notes = 0 if written == target else len(self._indexed)
                 self.vault.folder_sizes()  # builds the link graph here, not in a search
         except Exception as exc:
+            # Searches scan until this thread ends; the next sync after that indexes.
             message = "Indexing %s failed; the next search indexes it"
             if isinstance(exc, IndexBuildError):
                 logger.warning(message + ": %s", self.vault.root, exc)
             else:
                 logger.exception(message, self.vault.root)
-            with self._sync_lock:
-                # The vault was never refreshed: the next sync reads every note.
-                self._scan = None
         finally:
             if written is not None and written != target:
                 written.unlink(missing_ok=True)
@@ -282,6 +293,7 @@ class SearchCore:
         builder = self._builder
         if builder is not None:
             builder.join(timeout)
+            self.sync()  # after a failed build, this indexes the vault
         return self.index_ready
 
     def save(self) -> Path | None:
@@ -476,9 +488,15 @@ class SearchCore:
     def note(self, path: str) -> NoteInfo | None:
         """A note's record, also while searches scan (the vault has not read it yet then)."""
         info = self.vault.get(path)
-        scan = self._scan
+        if info is not None:
+            return info
+        # While the built index is handed over there is neither a scan nor the records:
+        # the lock waits for the handover to end.
+        with self._sync_lock:
+            info = self.vault.get(path)
+            scan = self._scan
         if info is None and scan is not None:
-            info = scan.note(path)
+            info = scan.note(path)  # parsed outside the lock: other searches go on
         return info
 
     def chunk(self, chunk_id: str) -> tuple[NoteInfo, Chunk] | None:

@@ -34,7 +34,7 @@ from langchain_vaultsearch.search import recall
 from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
 from langchain_vaultsearch.text import tokenize
 from langchain_vaultsearch.vault import markdown, note_records
-from langchain_vaultsearch.vault.vault import Vault, VaultChanges
+from langchain_vaultsearch.vault.vault import NoteInfo, Vault, VaultChanges
 
 logger = logging.getLogger(__name__)
 
@@ -110,16 +110,23 @@ def save_index(
     return True
 
 
-def load_index(vault: Vault, path: Path | None = None) -> RecallIndex | None:
-    """Load a saved index into a vault that has not been scanned yet.
+def load_index(
+    vault: Vault, path: Path | None = None
+) -> tuple[RecallIndex, dict[str, NoteInfo]] | None:
+    """Load a saved index; a vault that has not been scanned yet adopts its note records.
+
+    A vault another reader refreshed first (a `FilterRetriever` sharing it) keeps its
+    own records: the index is then current for the notes whose file is the one their
+    saved record was made from, and the caller indexes the others again.
 
     Args:
-        vault: a fresh vault; it adopts the saved note records.
+        vault: the vault the index was saved from.
         path: the file to read; the vault's `index_path` by default.
 
     Returns:
-        The recall index, or None when there is no usable saved index (missing, from
-        another version, damaged: logged, never raised).
+        The recall index and the vault's notes it is current for, or None when there is
+        no usable saved index (missing, from another version, damaged: logged, never
+        raised).
     """
     path = path or index_path(vault)
     if not path.is_file():
@@ -141,15 +148,17 @@ def load_index(vault: Vault, path: Path | None = None) -> RecallIndex | None:
                 meta=_postings_from(data, "meta"),
             )
         if vault.adopt(header["notes"]) == 0 and header["notes"]:
-            return None
+            current = vault.unchanged_notes(header["notes"])
+        else:
+            current = dict(vault.notes)
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
         logger.warning("Ignoring the saved search index %s: %s", path, exc)
         return None
     searchable = [_searchable(vault, note_path) for note_path in snapshot.paths]
     index = RecallIndex.from_snapshot(snapshot, searchable)
     # Notes the vault did not adopt (frontmatter JSON cannot carry) are read again.
-    index.apply(VaultChanges(removed=tuple(p for p in snapshot.paths if vault.get(p) is None)))
-    return index
+    index.apply(VaultChanges(removed=tuple(p for p in snapshot.paths if p not in current)))
+    return index, current
 
 
 def _postings_from(

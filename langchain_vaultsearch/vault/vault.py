@@ -344,6 +344,23 @@ class Vault:
             self._version += 1
             return len(self._notes)
 
+    def unchanged_notes(self, records: Iterable[dict[str, Any]]) -> dict[str, NoteInfo]:
+        """The notes held now whose file is the one a saved record was made from.
+
+        For an index saved with `records()` that this vault could not adopt (it had been
+        refreshed already): the index is current for these notes only.
+        """
+        with self._lock:
+            found = {}
+            for record in records:
+                path, stamp = record.get("path"), record.get("stamp")
+                if not isinstance(path, str) or not isinstance(stamp, list):
+                    continue
+                info = self._notes.get(path)
+                if info is not None and self._stamps.get(path) == tuple(stamp):
+                    found[path] = info
+            return found
+
     def _walk(self, events: FolderChanges) -> Iterator[tuple[str, str, os.stat_result | None]]:
         """Yield every markdown file under the root that stays inside the root.
 
