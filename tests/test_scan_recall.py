@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -258,6 +259,14 @@ def test_index_process_warnings_reach_the_searching_process(
     broken = [r for r in caplog.records if "Broken.md" in r.getMessage()]
     assert [r.name for r in broken] == ["langchain_vaultsearch.vault.vault"]
     assert broken[0].levelno == logging.WARNING
+
+
+def test_bundled_app_does_not_start_itself_as_the_index_process(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    with pytest.raises(IndexBuildError, match="cannot start a Python interpreter"):
+        build_index_file(Vault(vault_dir, watch=False), None)
 
 
 def test_index_process_failure_is_reported_with_its_cause(tmp_path: Path) -> None:

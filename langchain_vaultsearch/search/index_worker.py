@@ -18,6 +18,7 @@ import atexit
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,10 @@ def build_index_file(vault: Vault, target: Path | None) -> Path:
         "max_note_bytes": vault.max_note_bytes,
         "target": None if target is None else str(target),
     }
+    if getattr(sys, "frozen", False) or not sys.executable:
+        # A bundled app's executable is the app itself, not a Python to run code with.
+        msg = f"this process cannot start a Python interpreter to index {vault.root}"
+        raise IndexBuildError(msg)
     package_parent = str(Path(__file__).resolve().parents[2])
     try:
         process = subprocess.Popen(  # noqa: S603 - our own module, run by this interpreter
@@ -90,8 +95,12 @@ def build_index_file(vault: Vault, target: Path | None) -> Path:
         with _running_lock:
             _running.discard(process)
     problems = _relay_logs(err.decode("utf-8", "replace"))
-    written = out.decode("utf-8", "replace").strip()
-    if process.returncode != 0 or not written:
+    try:
+        # The last line: whatever else may write to the child's stdout comes before it.
+        written = json.loads(out.decode("ascii", "replace").splitlines()[-1])
+    except (IndexError, ValueError):
+        written = None
+    if process.returncode != 0 or not isinstance(written, str):
         tail = "\n".join(problems[-20:]) or "(nothing printed)"
         msg = f"the index process exited with code {process.returncode}:\n{tail}"
         raise IndexBuildError(msg)
@@ -117,7 +126,7 @@ def _stop_running_builds() -> None:
     """A build nobody will load is not left running after its process exits."""
     with _running_lock:
         for process in _running:
-            process.kill()
+            process.terminate()  # the child deletes a half-written file, then exits
 
 
 class _JsonLines(logging.Handler):
@@ -143,16 +152,24 @@ def _build(request: dict[str, object]) -> Path:
     target = request["target"]
     if target is not None and save_index(vault, index, target=Path(str(target))):
         return Path(str(target))
-    handle, temporary = tempfile.mkstemp(prefix="vaultsearch-", suffix=".npz")
+    handle, name = tempfile.mkstemp(prefix="vaultsearch-", suffix=".npz")
     os.close(handle)
-    if not save_index(vault, index, target=Path(temporary)):
-        msg = f"could not write the index to {temporary}"
-        raise OSError(msg)
-    return Path(temporary)
+    temporary = Path(name)
+    try:
+        if not save_index(vault, index, target=temporary):
+            msg = f"could not write the index to {temporary}"
+            raise OSError(msg)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return temporary
 
 
 def main(argv: list[str]) -> int:
     """Child entry point: one JSON request argument; prints the saved file's path."""
     logging.basicConfig(level=logging.WARNING, handlers=[_JsonLines()])
-    sys.stdout.write(f"{_build(json.loads(argv[0]))}\n")
+    # Stopped while saving, the save's cleanup still runs (SystemExit unwinds through it).
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(1))
+    # JSON keeps the path ASCII whatever the console's code page (Windows).
+    sys.stdout.write(json.dumps(str(_build(json.loads(argv[0])))) + "\n")
     return 0
