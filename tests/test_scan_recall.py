@@ -45,6 +45,27 @@ def background(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(core_module, "BACKGROUND_BUILD_NOTES", 1)
 
 
+@pytest.fixture
+def held_build(
+    background: None, monkeypatch: pytest.MonkeyPatch
+) -> tuple[threading.Event, threading.Event]:
+    """Build in the background, held after the child wrote the index.
+
+    Returns:
+        (set once the index is written, set to hand it over).
+    """
+    built, release = threading.Event(), threading.Event()
+
+    def held(vault: Vault, target: Path | None) -> Path:
+        written = build_index_file(vault, target)
+        built.set()
+        release.wait(30)
+        return written
+
+    monkeypatch.setattr(core_module, "build_index_file", held)
+    return built, release
+
+
 def paths(found: list[tuple[str, float]]) -> list[str]:
     return [path for path, _score in found]
 
@@ -168,19 +189,10 @@ async def test_async_search_scans_too(vault_dir: Path, background: None) -> None
 
 def test_edits_made_while_the_index_builds_are_found(
     vault_dir: Path,
-    background: None,
-    monkeypatch: pytest.MonkeyPatch,
+    held_build: tuple[threading.Event, threading.Event],
     touch: Callable[[Path, str, int], None],
 ) -> None:
-    built, release = threading.Event(), threading.Event()
-
-    def held(vault: Vault, target: Path | None) -> Path:
-        written = build_index_file(vault, target)
-        built.set()
-        release.wait(30)
-        return written
-
-    monkeypatch.setattr(core_module, "build_index_file", held)
+    built, release = held_build
     retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
     assert retriever.invoke("zeppelin")
     assert built.wait(30)  # the child has read the vault and written its index
@@ -197,20 +209,12 @@ def test_edits_made_while_the_index_builds_are_found(
 
 def test_index_is_taken_over_when_another_reader_refreshed_the_shared_vault(
     vault_dir: Path,
-    background: None,
+    held_build: tuple[threading.Event, threading.Event],
     monkeypatch: pytest.MonkeyPatch,
     touch: Callable[[Path, str, int], None],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    built, release = threading.Event(), threading.Event()
-
-    def held(vault: Vault, target: Path | None) -> Path:
-        written = build_index_file(vault, target)
-        built.set()
-        release.wait(30)
-        return written
-
-    monkeypatch.setattr(core_module, "build_index_file", held)
+    built, release = held_build
     vault = Vault(vault_dir)
     retriever = TieredLexicalRetriever(vault=vault, persist_index=False)
     assert retriever.invoke("zeppelin")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -36,6 +35,9 @@ from langchain_vaultsearch.vault.vault import NoteInfo, Vault, decode_note, fold
 
 # Shorter terms match whole words only, as `Vocabulary.expand` does not expand them.
 _MIN_PREFIX = 3
+
+# A text to search: `(buffer, start, end)`.
+_Span = tuple[bytes | bytearray, int, int]
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,8 @@ class _Needle:
             end = b"" if len(token) >= _MIN_PREFIX else rb"(?!\w)"
             self._word = re.compile(rb"%s(?<!\w%s)%s" % (literal, literal, end))
 
-    def found_in(self, text: bytes | bytearray, start: int = 0, end: int = sys.maxsize) -> bool:
+    def found_in(self, span: _Span) -> bool:
+        text, start, end = span
         return text.find(self.token, start, end) >= 0 and (
             self._word is None or self._word.search(text, start, end) is not None
         )
@@ -174,18 +177,20 @@ class ScanRecall:
             notes = list(self._notes.values())
         if not paths or limit <= 0:
             return []
+        bodies = [(note.buffer, note.start, note.end) for note in notes]
+        metas = [(note.meta, 0, len(note.meta)) for note in notes]
         scores = np.zeros(len(paths), dtype=np.float64)
         for term in dict.fromkeys(t.strip().lower() for t in recall_terms if t.strip()):
             needles = [_Needle(token) for token in tokenize_mixed(term)]
             if not needles:
                 continue
-            body = _holding_all(notes, needles)
-            meta = _meta_holding_all(notes, needles)
+            body = _holding_all(bodies, needles)
+            meta = _holding_all(metas, needles)
             if len(needles) > 1:
                 # A joined word ("next.js" -> next, js, nextjs) is also found as typed.
                 as_typed = [_Needle(term)]
-                body |= _holding_all(notes, as_typed)
-                meta |= _meta_holding_all(notes, as_typed)
+                body |= _holding_all(bodies, as_typed)
+                meta |= _holding_all(metas, as_typed)
             either = body | meta
             found = int(either.sum())
             if found == 0:
@@ -196,19 +201,9 @@ class ScanRecall:
         return [(paths[i], float(scores[i])) for i in order.tolist() if scores[i] > 0.0]
 
 
-def _holding_all(notes: list[_ScannedNote], needles: list[_Needle]) -> np.ndarray:
-    """Which notes' text contains every needle (a phrase's words; a term's one needle)."""
-    mask = np.ones(len(notes), dtype=np.bool_)
+def _holding_all(texts: Sequence[_Span], needles: list[_Needle]) -> np.ndarray:
+    """Which texts contain every needle (a phrase's words; a single term's one needle)."""
+    mask = np.ones(len(texts), dtype=np.bool_)
     for needle in needles:
-        found = (needle.found_in(note.buffer, note.start, note.end) for note in notes)
-        mask &= np.fromiter(found, dtype=np.bool_, count=len(notes))
-    return mask
-
-
-def _meta_holding_all(notes: list[_ScannedNote], needles: list[_Needle]) -> np.ndarray:
-    """Which notes' path contains every needle."""
-    mask = np.ones(len(notes), dtype=np.bool_)
-    for needle in needles:
-        found = (needle.found_in(note.meta) for note in notes)
-        mask &= np.fromiter(found, dtype=np.bool_, count=len(notes))
+        mask &= np.fromiter(map(needle.found_in, texts), dtype=np.bool_, count=len(texts))
     return mask
