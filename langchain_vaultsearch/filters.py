@@ -36,6 +36,7 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from langchain_vaultsearch.documents import note_document
 from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE
 from langchain_vaultsearch.search.expansion import note_mentions
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
@@ -296,24 +297,7 @@ class FilterRetriever(BaseModel):
         text = self._vault.read_text(info.path)
         if text is None:  # deleted or unreadable since the refresh
             return None
-        metadata: dict[str, Any] = {
-            "path": info.path,
-            "title": info.title,
-            "score": match.score,
-            "rerank_score": match.score,
-            "source": match.source,
-            "engine": "filter",
-            "includeInContext": True,
-            "mtime": info.mtime_ms,
-            "ctime": info.ctime_ms,
-            "tags": list(info.parsed.tags),
-            "isChunk": False,
-            # What the orchestration layer marks filter documents with; set here so the
-            # documents render as <filterResults> in any context built from them.
-            "isFilterResult": True,
-            "matchType": match.source,
-        }
-        return Document(page_content=text, metadata=metadata, id=info.path)
+        return note_document(info, text, score=match.score, source=match.source, engine="filter")
 
 
 def recency_score(moment: datetime, reference: datetime) -> float:

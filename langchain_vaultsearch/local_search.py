@@ -39,8 +39,8 @@ from langchain_vaultsearch.context.local_search import (
     ContextOptions,
     LocalSearchContext,
     build_local_search_context,
-    document_score,
 )
+from langchain_vaultsearch.documents import document_score
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever, tag_filters
 from langchain_vaultsearch.merge import merge_filter_and_search_results
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever

@@ -39,7 +39,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, TypeGuard
 
 from langchain_core.documents import Document
 
@@ -54,6 +53,7 @@ from langchain_vaultsearch.context.xml_text import (
     xml_safe_chars,
     xml_text,
 )
+from langchain_vaultsearch.documents import document_score, is_number
 
 logger = logging.getLogger(__name__)
 
@@ -431,25 +431,8 @@ def _fair_shares(lengths: list[int], budget: int) -> list[int]:
     return [length if cap is None else min(length, cap) for length in lengths]
 
 
-def _is_number(value: object) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _string(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
-
-
-def document_score(meta: dict[str, Any]) -> float:
-    """A document's relevance: `rerank_score`, else `score`, else 0 (non-numbers ignored).
-
-    One rule for the relevance header, the sources and the one-chunk-per-note choice, so
-    they never disagree about which document scored higher.
-    """
-    for key in ("rerank_score", "score"):
-        value = meta.get(key)
-        if _is_number(value) and math.isfinite(value):
-            return float(value)
-    return 0.0
 
 
 def _timestamp(value: object) -> datetime | None:
@@ -458,7 +441,7 @@ def _timestamp(value: object) -> datetime | None:
     The contract says epoch milliseconds; ISO strings and datetimes (documents that went
     through JSON or came from another producer) are accepted too.
     """
-    if _is_number(value):
+    if is_number(value):
         if not math.isfinite(value):
             return None
         try:
@@ -482,6 +465,6 @@ def _iso(moment: datetime) -> str:
 
 
 def _require_int(name: str, value: object, *, minimum: int) -> None:
-    if not _is_number(value) or not isinstance(value, int) or value < minimum:
+    if not is_number(value) or not isinstance(value, int) or value < minimum:
         msg = f"{name} must be an integer >= {minimum}, got {value!r}"
         raise ValueError(msg)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
-from functools import cmp_to_key
-from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -16,6 +14,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
+from langchain_vaultsearch.documents import chunk_document, result_order
 from langchain_vaultsearch.search.core import (
     CANDIDATE_LIMIT_RANGE,
     MAX_RESULTS_RANGE,
@@ -26,11 +25,7 @@ from langchain_vaultsearch.search.core import (
 )
 from langchain_vaultsearch.search.expansion import ExpandedQuery, QueryExpanderLike, note_mentions
 from langchain_vaultsearch.search.scoring import NormalizationMethod
-from langchain_vaultsearch.text.chunking import chunk_index_from_chunk_id, note_path_from_chunk_id
 from langchain_vaultsearch.vault.vault import Vault
-
-# Two chunks of one note closer than this keep reading order (seed §12).
-_SAME_NOTE_TIE = 0.01
 
 
 class TieredLexicalRetriever(BaseRetriever):
@@ -188,44 +183,27 @@ class TieredLexicalRetriever(BaseRetriever):
         with self._lock:
             self._last_expansion = result.expansion
         documents = self._to_documents(result.results)
-        documents.sort(key=cmp_to_key(_compare))
+        documents.sort(key=result_order)
         return documents
 
     def _to_documents(self, results: list[NoteIdRank]) -> list[Document]:
         best = max((r.explanation.get("baseScore", r.score) for r in results), default=0.0)
         documents = []
         for result in results:
-            path = note_path_from_chunk_id(result.id)
             found = self._core.chunk(result.id)
             if found is None or not found[1].content:
                 continue
             info, chunk = found
             raw = result.explanation.get("baseScore", result.score)
-            metadata: dict[str, Any] = {
-                "path": path,
-                "title": info.title,
-                "chunkId": result.id,
-                "heading": chunk.heading,
-                "score": result.score,
-                "rerank_score": result.score,
-                "source": "lexical",
-                "engine": result.engine,
-                "includeInContext": raw >= self.min_similarity_score * best,
-                "mtime": info.mtime_ms,
-                "ctime": info.ctime_ms,
-                "tags": list(info.parsed.tags),
-                "isChunk": True,
-                "explanation": result.explanation,
-            }
-            documents.append(Document(page_content=chunk.content, metadata=metadata, id=result.id))
+            documents.append(
+                chunk_document(
+                    info,
+                    chunk,
+                    score=result.score,
+                    source="lexical",
+                    engine=result.engine,
+                    include_in_context=raw >= self.min_similarity_score * best,
+                    explanation=result.explanation,
+                )
+            )
         return documents
-
-
-def _compare(a: Document, b: Document) -> int:
-    """Score first; chunks of one note within 0.01 of each other keep reading order."""
-    score_a, score_b = float(a.metadata["score"]), float(b.metadata["score"])
-    if abs(score_a - score_b) <= _SAME_NOTE_TIE and a.metadata["path"] == b.metadata["path"]:
-        index_a = chunk_index_from_chunk_id(a.metadata["chunkId"]) or 0
-        index_b = chunk_index_from_chunk_id(b.metadata["chunkId"]) or 0
-        return index_a - index_b
-    return (score_a < score_b) - (score_a > score_b)

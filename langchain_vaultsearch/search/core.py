@@ -43,6 +43,7 @@ from langchain_vaultsearch.search.scoring import (
     select_diverse_top_k,
 )
 from langchain_vaultsearch.text.chunking import Chunk, note_path_from_chunk_id
+from langchain_vaultsearch.vault.change_feed import ChangeFeed
 from langchain_vaultsearch.vault.vault import NoteInfo, Vault, VaultChanges, folder_of
 
 logger = logging.getLogger(__name__)
@@ -152,8 +153,7 @@ class SearchCore:
         self.chunks = chunk_store or ChunkStore(vault)
         self.recall = RecallIndex()
         self.persist_index = persist_index
-        self._indexed: dict[str, NoteInfo] = {}
-        self._vault_version = -1
+        self.feed = ChangeFeed(vault)
         self._unsaved_notes = 0
         self._sync_lock = threading.Lock()
         # Set while the first index is built in the background: what searches recall from.
@@ -173,19 +173,14 @@ class SearchCore:
                 # The build's own index file may be there already: the builder loads it.
                 self._scan.refresh()
                 return
-            if self._vault_version < 0 and self.persist_index:
+            if not self.feed.started and self.persist_index:
                 self._restore()
-            if self._vault_version < 0 and self._builder is None and not self.vault.notes:
+            if not self.feed.started and self._builder is None and not self.vault.notes:
                 files = self.vault.list_files()
                 if len(files) >= BACKGROUND_BUILD_NOTES:
                     self._scan = ScanRecall(self.vault, files)
                     return
-            version = self.vault.version
-            changes = self.vault.refresh()
-            if self.vault.version != version + bool(changes) or version != self._vault_version:
-                # Another index refreshed the shared vault and got the change set.
-                changes = self._reconcile(changes)
-            self._vault_version = self.vault.version
+            changes = self.feed.pull()
             self._apply(changes)
             # A failed build leaves its scan to the searches in flight until the index is in.
             self._scan = None
@@ -204,36 +199,16 @@ class SearchCore:
         loaded = load_index(self.vault, path)
         if loaded is None:
             return False
-        self.recall, self._indexed = loaded
-        self._vault_version = self.vault.version
-        if len(self._indexed) != len(self.vault.notes):
-            self._apply(self._reconcile(VaultChanges()))
-        if len(self._indexed) >= FREEZE_AFTER_NOTES:
+        self.recall, indexed = loaded
+        self._apply(self.feed.start_from(indexed))
+        if len(indexed) >= FREEZE_AFTER_NOTES:
             _freeze_long_lived_objects()
         return True
 
     def _apply(self, changes: VaultChanges) -> None:
-        """Bring the index in line with a change set (sync lock held)."""
+        """Bring the index in line with a change set the feed returned (sync lock held)."""
         self.recall.apply(changes)
-        for path in changes.removed:
-            self._indexed.pop(path, None)
-        self._indexed.update((info.path, info) for info, _text in changes.updated)
         self._unsaved_notes += len(changes.updated)
-
-    def _reconcile(self, changes: VaultChanges) -> VaultChanges:
-        """The change set between what this index holds and the vault's notes now."""
-        indexed = self._indexed
-        texts = {info.path: text for info, text in changes.updated}
-        notes = self.vault.notes
-        updated = []
-        for path, info in list(notes.items()):
-            if indexed.get(path) is info:
-                continue
-            text = texts[path] if path in texts else self.vault.read_text(path)
-            if text is not None:
-                updated.append((info, text))
-        removed = tuple(path for path in indexed if path not in notes)
-        return VaultChanges(tuple(updated), removed)
 
     def _start_build(self) -> None:
         """Start building the first index in the background, once."""
@@ -266,7 +241,7 @@ class SearchCore:
                 if not self._restore(written):
                     msg = f"the index written to {written} could not be loaded"
                     raise IndexBuildError(msg)
-                self._unsaved_notes = 0 if written == target else len(self._indexed)
+                self._unsaved_notes = 0 if written == target else len(self.feed.applied)
                 self.vault.folder_sizes()  # builds the link graph here, not in a search
         except Exception as exc:
             # Searches scan until this thread ends; the next sync after that indexes.

@@ -1,0 +1,93 @@
+"""ChangeFeed: what changed in a shared vault since one index last looked.
+
+Several indexes follow one `Vault` (the lexical index, the vector index, the filter's
+view), but a refresh hands its change set only to its caller. Each index therefore holds
+a feed: the note records it has applied and the vault version it saw. When the version
+moved further than its own refresh explains, another index took the change set, and the
+feed reconciles its records with the vault's instead. Either way the holder gets exactly
+the notes added, changed and removed since its last pull, once.
+"""
+
+from __future__ import annotations
+
+from langchain_vaultsearch.vault.vault import NoteInfo, Vault, VaultChanges
+
+
+class ChangeFeed:
+    """One index's cursor over a vault's changes (not thread-safe: its holder locks)."""
+
+    def __init__(self, vault: Vault, *, with_text: bool = True) -> None:
+        """Follow a vault from nothing: the first pull reports every note as added.
+
+        Args:
+            vault: the vault, possibly shared with other indexes.
+            with_text: hand the notes' text along with their records. An index that reads
+                notes one at a time (the vector index) passes False, so that a vault's
+                worth of text is never held at once.
+        """
+        self.vault = vault
+        self.with_text = with_text
+        self._applied: dict[str, NoteInfo] = {}
+        self._version = -1
+
+    @property
+    def started(self) -> bool:
+        """True once the holder has pulled or started from saved records."""
+        return self._version >= 0
+
+    @property
+    def applied(self) -> dict[str, NoteInfo]:
+        """The note records the holder's index reflects (do not modify)."""
+        return self._applied
+
+    def pull(self) -> VaultChanges:
+        """Refresh the vault and return what changed since the previous pull.
+
+        The holder is expected to apply the changes before pulling again; the feed counts
+        them as applied when it returns them.
+        """
+        vault = self.vault
+        version = vault.version
+        changes = vault.refresh(keep_text=self.with_text)
+        if vault.version != version + bool(changes) or version != self._version:
+            # Another index refreshed the shared vault and got the change set.
+            changes = self._reconcile(changes)
+        self._version = vault.version
+        self._advance(changes)
+        return changes
+
+    def start_from(self, applied: dict[str, NoteInfo]) -> VaultChanges:
+        """Start from the records a saved index reflects, as of the vault's version now.
+
+        Returns:
+            The changes between those records and the vault's notes when another reader
+            refreshed the vault first (counted as applied), else nothing.
+        """
+        self._applied = dict(applied)
+        self._version = self.vault.version
+        changes = self._reconcile(VaultChanges())
+        self._advance(changes)
+        return changes
+
+    def _advance(self, changes: VaultChanges) -> None:
+        for path in changes.removed:
+            self._applied.pop(path, None)
+        self._applied.update((info.path, info) for info, _text in changes.updated)
+
+    def _reconcile(self, changes: VaultChanges) -> VaultChanges:
+        """The change set between the applied records and the vault's notes now."""
+        applied = self._applied
+        texts = {info.path: text for info, text in changes.updated}
+        notes = self.vault.notes
+        updated = []
+        for path, info in list(notes.items()):
+            if applied.get(path) is info:
+                continue
+            if not self.with_text:
+                updated.append((info, ""))
+                continue
+            text = texts[path] if path in texts else self.vault.read_text(path)
+            if text is not None:
+                updated.append((info, text))
+        removed = tuple(path for path in applied if path not in notes)
+        return VaultChanges(tuple(updated), removed)
