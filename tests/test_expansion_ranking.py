@@ -11,11 +11,10 @@ from langchain_core.documents import Document
 from langchain_vaultsearch import (
     ExpandedQuery,
     QueryExpander,
-    SearchCore,
-    SearchOptions,
     TieredLexicalRetriever,
     Vault,
 )
+from langchain_vaultsearch.search.core import SearchCore, SearchOptions
 from tests.conftest import write_vault
 from tests.fake_models import PIANO_REPLY, ScriptedChatModel
 
