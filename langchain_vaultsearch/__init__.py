@@ -18,8 +18,17 @@ from langchain_vaultsearch.local_search import LocalSearchResult, alocal_search,
 from langchain_vaultsearch.merge import MergedResults, merge_filter_and_search_results
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.query_expander import QueryExpander
+from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
+from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
+from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
 from langchain_vaultsearch.search.expansion import ExpandedQuery
+from langchain_vaultsearch.semantic.embeddings import MissingExtraError, load_embeddings
+from langchain_vaultsearch.semantic.index import (
+    EmbeddingModelMismatchError,
+    IndexLockedError,
+    VaultIndex,
+)
 from langchain_vaultsearch.time_ranges import (
     TimeRange,
     find_time_expression,
@@ -35,16 +44,23 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
 __all__ = [
     "ContextOptions",
     "ContextSource",
+    "EmbeddingModelMismatchError",
     "ExpandedQuery",
     "FilterResult",
     "FilterRetriever",
+    "IndexLockedError",
     "LocalSearchContext",
     "LocalSearchResult",
     "MergedResults",
+    "MergedSemanticRetriever",
+    "MissingExtraError",
     "QueryExpander",
+    "RetrieverFactory",
     "TieredLexicalRetriever",
     "TimeRange",
     "Vault",
+    "VaultIndex",
+    "VaultSemanticRetriever",
     "__version__",
     "alocal_search",
     "build_local_search_context",
@@ -52,6 +68,7 @@ __all__ = [
     "create_vault_qa_chain",
     "find_time_expression",
     "format_local_search_context",
+    "load_embeddings",
     "local_search",
     "merge_filter_and_search_results",
     "parse_time_expression",

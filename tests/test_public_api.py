@@ -8,6 +8,14 @@ from importlib.metadata import version
 import langchain_vaultsearch
 
 PUBLIC_NAMES = {
+    "EmbeddingModelMismatchError",
+    "IndexLockedError",
+    "MergedSemanticRetriever",
+    "MissingExtraError",
+    "RetrieverFactory",
+    "VaultIndex",
+    "VaultSemanticRetriever",
+    "load_embeddings",
     "__version__",
     "ContextOptions",
     "ContextSource",

@@ -21,7 +21,7 @@ from langchain_vaultsearch.text.chunking import (
     note_path_from_chunk_id,
 )
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
-from langchain_vaultsearch.vault.markdown import parse_note
+from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
 from langchain_vaultsearch.vault.vault import NoteInfo, Vault
 
 DEFAULT_BUDGET_BYTES = 96 * 1024 * 1024
@@ -83,7 +83,7 @@ class ChunkStore:
             if cached is not None and cached[0] == stamp:
                 self._cache.move_to_end(info.path)
                 return cached[1]
-        read = self._vault.read_recorded(info)
+        read = read_chunks(self._vault, info, self._max_chars)
         chunks = [] if read is None else self._index(info, *read)
         cost = sum(len(c.chunk.content) + _TERM_BYTES * len(c.terms["body"]) for c in chunks)
         with self._lock:
@@ -102,11 +102,7 @@ class ChunkStore:
             _path, (_stamp, _chunks, evicted) = self._cache.popitem(last=False)
             self._used -= evicted
 
-    def _index(self, info: NoteInfo, text: str, unchanged: bool) -> list[IndexedChunk]:
-        parsed = info.parsed if unchanged else parse_note(text)
-        chunks = chunk_note(
-            info.path, text, parsed.headings, parsed.body_start, max_chars=self._max_chars
-        )
+    def _index(self, info: NoteInfo, parsed: ParsedNote, chunks: list[Chunk]) -> list[IndexedChunk]:
         if not chunks:
             return []
         title_text = " ".join([info.title, *parsed.aliases, _frontmatter_title(parsed.frontmatter)])
@@ -155,6 +151,25 @@ class ChunkStore:
         """The text of a chunk by id (with its header), `""` when there is none."""
         chunk = self.get_chunk(chunk_id)
         return chunk.content if chunk else ""
+
+
+def read_chunks(
+    vault: Vault, info: NoteInfo, max_chars: int = CHUNK_SIZE
+) -> tuple[ParsedNote, list[Chunk]] | None:
+    """Read a note and cut it into chunks: the one way every index gets a note's chunks.
+
+    Chunk ids are what the lexical and the vector index share, so both must cut the same
+    text the same way. The record's parse is reused while the file is unchanged.
+
+    Returns:
+        The parse and the chunks of the note as it is on disk now, None when unreadable.
+    """
+    read = vault.read_recorded(info)
+    if read is None:
+        return None
+    text, unchanged = read
+    parsed = info.parsed if unchanged else parse_note(text)
+    return parsed, chunk_note(info.path, text, parsed.headings, parsed.body_start, max_chars)
 
 
 def _frontmatter_title(frontmatter: dict[str, object]) -> str:

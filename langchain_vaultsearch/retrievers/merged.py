@@ -1,0 +1,188 @@
+"""MergedSemanticRetriever: lexical and semantic search run together and fused.
+
+Words a note contains are lexical search's strength; questions in other words are the
+embedding model's. Both run on every query (concurrently with `ainvoke`), each asked for
+about twice the results wanted, and `fusion.fuse` makes one list. If the semantic side
+fails (a model error, a Chroma server down), the lexical results still come back and
+the failure is logged: semantic search is an improvement, never a dependency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+
+from langchain_vaultsearch.fusion import FusionMethod, FusionWeights, fuse
+from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
+from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
+from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, RETURN_ALL_LIMIT
+from langchain_vaultsearch.search.expansion import QueryExpanderLike
+from langchain_vaultsearch.semantic.index import VaultIndex
+
+logger = logging.getLogger(__name__)
+
+
+class MergedSemanticRetriever(BaseRetriever):
+    """Search a vault lexically and semantically at once and fuse the two rankings.
+
+    Setup:
+        `pip install "langchain-vaultsearch[chroma,local]"` and a `VaultIndex`.
+
+    Key init args:
+        semantic_index: the vault's `VaultIndex`; its vault is shared with the lexical side.
+        k: results per query (1..100); `return_all` returns up to 100.
+        fusion: `calibrated` (default), `blend` (the original's) or `rrf`.
+        lexical_weight / semantic_weight: each side's weight in the fusion.
+
+    Instantiate:
+        .. code-block:: python
+
+            from langchain_vaultsearch import MergedSemanticRetriever, VaultIndex
+
+            index = VaultIndex(vault_path="~/notes", embeddings=embeddings)
+            retriever = MergedSemanticRetriever(semantic_index=index, k=10)
+
+    Usage:
+        .. code-block:: python
+
+            docs = retriever.invoke("speed up slow database lookups")
+            docs[0].metadata["source"]  # "lexical" or "semantic"
+
+    Where both sides found a chunk, the lexical document is kept (it carries the term
+    explanation); `score` and `rerank_score` hold the fused score, and
+    `explanation["fusion"]` each side's part.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    semantic_index: VaultIndex = Field(exclude=True, repr=False)
+    """The vector index of the vault."""
+    vault_path: str | None = None
+    """The vault folder; must be the index's when given."""
+    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1])
+    """Results per query."""
+    return_all: bool = False
+    """Up to 100 results, each side asked for 100."""
+    fusion: FusionMethod = "calibrated"
+    """How the two rankings are combined."""
+    lexical_weight: float = Field(default=1.0, ge=0.0)
+    """Weight of the lexical ranking."""
+    semantic_weight: float = Field(default=1.0, ge=0.0)
+    """Weight of the semantic ranking."""
+    tag_match_boost: float = Field(default=1.1, gt=0.0)
+    """`blend`: factor for lexical chunks that matched a tag."""
+    rrf_k: int = Field(default=60, ge=1)
+    """`rrf`: the rank constant."""
+    min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Cosine similarity a semantic chunk needs."""
+    query_expander: QueryExpanderLike | None = Field(default=None, exclude=True, repr=False)
+    """An LLM query expander for the lexical side."""
+    lexical_retriever: TieredLexicalRetriever | None = Field(default=None, exclude=True, repr=False)
+    """The lexical side; one over the index's vault is made when omitted."""
+
+    _semantic: VaultSemanticRetriever = PrivateAttr()
+    _weights: FusionWeights = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _build_sides(self) -> MergedSemanticRetriever:
+        vault = self.semantic_index.vault
+        if self.vault_path is not None and _resolved(self.vault_path) != vault.root:
+            msg = f"vault_path {self.vault_path} is not the index's vault {vault.root}"
+            raise ValueError(msg)
+        if self.lexical_retriever is None:
+            self.lexical_retriever = TieredLexicalRetriever(
+                vault=vault, query_expander=self.query_expander
+            )
+        self._semantic = VaultSemanticRetriever(
+            index=self.semantic_index, min_similarity_score=self.min_similarity_score
+        )
+        self._weights = FusionWeights(
+            lexical=self.lexical_weight,
+            semantic=self.semantic_weight,
+            tag_match_boost=self.tag_match_boost,
+            rrf_k=self.rrf_k,
+        )
+        return self
+
+    def _limits(self, k: int | None) -> tuple[int, int]:
+        """(results returned, results asked of each side)."""
+        if k is not None and not MAX_RESULTS_RANGE[0] <= k <= MAX_RESULTS_RANGE[1]:
+            msg = f"k must be between {MAX_RESULTS_RANGE[0]} and {MAX_RESULTS_RANGE[1]}, got {k}"
+            raise ValueError(msg)
+        if self.return_all:
+            return RETURN_ALL_LIMIT, RETURN_ALL_LIMIT
+        wanted = k or self.k
+        return wanted, min(2 * wanted, RETURN_ALL_LIMIT)
+
+    def _lexical(self) -> TieredLexicalRetriever:
+        if self.lexical_retriever is None:  # the validator always sets it
+            msg = "MergedSemanticRetriever has no lexical retriever"
+            raise RuntimeError(msg)
+        return self.lexical_retriever
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        salient_terms: Sequence[str] | None = None,
+    ) -> list[Document]:
+        limit, each = self._limits(k)
+        config: Any = {"callbacks": run_manager.get_child()}
+        lexical = self._lexical().invoke(
+            query, config, k=each, salient_terms=list(salient_terms or ())
+        )
+        try:
+            semantic = self._semantic.invoke(query, config, k=each)
+        except Exception:
+            logger.exception("Semantic search failed for %r; returning lexical results", query)
+            semantic = []
+        return self._fuse(lexical, semantic, limit)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        salient_terms: Sequence[str] | None = None,
+    ) -> list[Document]:
+        limit, each = self._limits(k)
+        config: Any = {"callbacks": run_manager.get_child()}
+        lexical, semantic = await asyncio.gather(
+            self._lexical().ainvoke(query, config, k=each, salient_terms=list(salient_terms or ())),
+            self._semantic.ainvoke(query, config, k=each),
+            return_exceptions=True,
+        )
+        if isinstance(lexical, BaseException):
+            raise lexical
+        if isinstance(semantic, BaseException):
+            logger.error(
+                "Semantic search failed for %r; returning lexical results",
+                query,
+                exc_info=semantic,
+            )
+            semantic = []
+        return self._fuse(lexical, semantic, limit)
+
+    def _fuse(
+        self, lexical: list[Document], semantic: list[Document], limit: int
+    ) -> list[Document]:
+        return fuse(lexical, semantic, limit=limit, method=self.fusion, weights=self._weights)
+
+
+def _resolved(path: str) -> Path:
+    return Path(os.path.expanduser(path)).resolve()

@@ -1,0 +1,144 @@
+"""VaultSemanticRetriever: a `VaultIndex` as a LangChain retriever.
+
+Documents are the same chunks, with the same ids and metadata, as the lexical
+retriever's: only `source` ("semantic"), `engine` ("vector") and the score differ, so
+fusion can dedupe on chunk ids and the context builder cannot tell them apart. Text,
+`mtime` and `tags` are read from the vault at query time, never from what the store
+kept, so a result is never staler than the note.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field
+
+from langchain_vaultsearch.documents import chunk_document
+from langchain_vaultsearch.search.core import MAX_QUERY_CHARS, MAX_RESULTS_RANGE
+from langchain_vaultsearch.search.expansion import note_mentions
+from langchain_vaultsearch.semantic.index import VaultIndex
+from langchain_vaultsearch.text.chunking import note_path_from_chunk_id
+
+logger = logging.getLogger(__name__)
+
+
+class VaultSemanticRetriever(BaseRetriever):
+    """Search a vault by meaning: the chunks whose embeddings are nearest the query's.
+
+    Setup:
+        `pip install "langchain-vaultsearch[chroma,local]"`; build the index once with
+        `vaultsearch index --vault PATH --embeddings SPEC` or `VaultIndex(...).refresh()`.
+
+    Key init args:
+        index: the `VaultIndex` to search.
+        k: results per query (1..100); also `invoke(query, k=5)`.
+        min_similarity_score: cosine similarity a chunk needs (0..1).
+
+    Instantiate:
+        .. code-block:: python
+
+            retriever = VaultIndex(vault_path="~/notes", embeddings=model).as_retriever(k=10)
+
+    Usage:
+        .. code-block:: python
+
+            docs = retriever.invoke("speed up slow database lookups")
+
+    Chunks of notes the query names as `[[Note]]` come first with score 1.0. A query
+    written mostly in a script the model does not read (CJK with an English-only model)
+    returns no vector matches rather than random ones.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    index: VaultIndex = Field(exclude=True, repr=False)
+    """The vector index."""
+    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1])
+    """Results per query."""
+    min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Cosine similarity a chunk needs to be returned."""
+    refresh: bool = True
+    """Catch up with vault edits before each query (`VaultIndex.ensure_fresh`)."""
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        limit = self._limit(k)
+        query = (query or "").strip()[:MAX_QUERY_CHARS]
+        if not query:
+            return []
+        if self.refresh:
+            self.index.ensure_fresh()
+        hits = self.index.search(query, limit) if self.index.covers(query) else []
+        return self._documents(query, hits, limit)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        limit = self._limit(k)
+        query = (query or "").strip()[:MAX_QUERY_CHARS]
+        if not query:
+            return []
+        if self.refresh:
+            await asyncio.to_thread(self.index.ensure_fresh)
+        hits = await self.index.asearch(query, limit) if self.index.covers(query) else []
+        return await asyncio.to_thread(self._documents, query, hits, limit)
+
+    def _limit(self, k: int | None) -> int:
+        if k is None:
+            return self.k
+        low, high = MAX_RESULTS_RANGE
+        if not low <= k <= high:
+            msg = f"k must be between {low} and {high}, got {k}"
+            raise ValueError(msg)
+        return k
+
+    def _documents(self, query: str, hits: list[tuple[str, float]], limit: int) -> list[Document]:
+        documents: list[Document] = []
+        seen_ids: set[str] = set()
+        seen_texts: set[str] = set()
+
+        def add(chunk_id: str, score: float, explanation: dict[str, object]) -> None:
+            info = self.index.vault.get(note_path_from_chunk_id(chunk_id))
+            chunk = None if info is None else self.index.chunks.get_chunk(chunk_id, info)
+            if info is None or chunk is None or not chunk.content:
+                return  # deleted or shortened since it was embedded
+            if chunk.id in seen_ids or chunk.content in seen_texts:
+                return
+            seen_ids.add(chunk.id)
+            seen_texts.add(chunk.content)
+            documents.append(
+                chunk_document(
+                    info,
+                    chunk,
+                    score=score,
+                    source="semantic",
+                    engine="vector",
+                    explanation=dict(explanation),
+                )
+            )
+
+        vault = self.index.vault
+        for name in note_mentions(query):
+            path = vault.resolve(name)
+            info = None if path is None else vault.get(path)
+            if info is not None:
+                for chunk in self.index.chunks.chunks_for(info):
+                    add(chunk.chunk.id, 1.0, {"mentioned": True})
+        for chunk_id, similarity in hits:
+            if similarity >= self.min_similarity_score:
+                add(chunk_id, similarity, {"similarity": similarity})
+        if not hits and not self.index.covers(query):
+            logger.debug("Query %r is in a script the embedding model does not read", query)
+        return documents[:limit]

@@ -1,0 +1,742 @@
+"""VaultIndex: the vault's chunks as vectors, kept in step with the vault.
+
+The vector index follows the same `Vault` as the lexical index, through its own
+`ChangeFeed`, and cuts notes with the same chunker, so a chunk id means the same chunk on
+both sides and fusion can dedupe on it. What it adds is what embedding costs demand:
+
+- **Incremental and honest.** Each note's chunk texts are hashed; a refresh embeds only
+  notes whose hash changed, and only texts the records' cache has not embedded before
+  (a rename or a move embeds nothing). Deleted notes' vectors are deleted.
+- **Crash-safe.** Ids about to be written are recorded as pending first and cleared only
+  with the finished record, so a killed refresh is repaired by the next one (see
+  `records.IndexRecords`). One writer process at a time holds an `flock` on a lock file;
+  the kernel drops it when that process dies, so a stale lock cannot block anyone.
+- **Never mixed.** The embedding model's identity is stored; another model is refused
+  with the command that rebuilds.
+- **Fresh.** `ensure_fresh()`, called before each semantic query, embeds a handful of
+  changed notes inline and hands larger changes to a background thread while lexical
+  search covers them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+
+from langchain_vaultsearch.search.chunk_store import ChunkStore, read_chunks
+from langchain_vaultsearch.semantic.cached_embeddings import CachedEmbeddings
+from langchain_vaultsearch.semantic.embeddings import load_embeddings, require_extra
+from langchain_vaultsearch.semantic.records import IndexRecords, text_hash
+from langchain_vaultsearch.semantic.windows import (
+    WINDOW_CHARS,
+    WINDOW_OVERLAP,
+    check_window_options,
+    embedding_windows,
+)
+from langchain_vaultsearch.text.chunking import Chunk
+from langchain_vaultsearch.text.tokenize import contains_cjk
+from langchain_vaultsearch.vault.change_feed import ChangeFeed
+from langchain_vaultsearch.vault.vault import NoteInfo, Vault
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+
+    from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
+
+logger = logging.getLogger(__name__)
+
+INDEX_FORMAT = "vaultsearch-vectors-1"
+"""Part of every note's hash: a new chunking or windowing scheme re-embeds once."""
+INLINE_REFRESH_NOTES = 8
+"""Changed notes a query waits for; more are embedded in the background."""
+_CHUNK_CACHE_BYTES = 16 * 1024 * 1024
+# The ids this index gives vectors: `<chunk id>~<window>`; others in a shared store are
+# left alone.
+_VECTOR_ID = re.compile(r"#\d+~\d+$")
+
+
+class IndexLockedError(RuntimeError):
+    """Another process is writing this vector index."""
+
+
+class EmbeddingModelMismatchError(ValueError):
+    """The index was built with another embedding model."""
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    """Where a refresh is, for progress bars and `on_progress` callbacks.
+
+    Attributes:
+        notes_done: changed notes processed so far.
+        notes_total: changed notes this refresh processes.
+        chunks_done: chunks written so far.
+        texts_embedded: texts the model embedded so far (cache hits excluded).
+        elapsed_s: seconds since the refresh started.
+    """
+
+    notes_done: int
+    notes_total: int
+    chunks_done: int
+    texts_embedded: int
+    elapsed_s: float
+
+
+@dataclass
+class RefreshReport:
+    """What one refresh did.
+
+    Attributes:
+        added: notes embedded for the first time.
+        updated: notes whose changed text was embedded again.
+        removed: notes whose vectors were deleted.
+        unchanged: notes looked at whose chunks were already indexed (a touch, a restart).
+        chunks_written: chunks written to the store.
+        texts_embedded: texts sent to the model (windows; cache hits not counted).
+        repaired: notes whose interrupted write was cleaned up first.
+        background: True when the work was handed to a background thread.
+    """
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    chunks_written: int = 0
+    texts_embedded: int = 0
+    repaired: list[str] = field(default_factory=list)
+    background: bool = False
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """How vault, records and store agree.
+
+    Attributes:
+        missing: vector ids the records list that the store does not have.
+        orphans: vector ids in the store that no record lists (None: the store cannot
+            list its ids, so orphans cannot be counted).
+        unindexed: searchable notes with no finished record, or whose chunks changed.
+        pending: notes with an interrupted write.
+    """
+
+    missing: list[str]
+    orphans: list[str] | None
+    unindexed: list[str]
+    pending: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """Everything agrees."""
+        return not (self.missing or self.orphans or self.unindexed or self.pending)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """Notes to write and notes to delete, pulled from the feed."""
+
+    updated: tuple[NoteInfo, ...]
+    removed: tuple[str, ...]
+
+
+class VaultIndex:
+    """The vault's chunks embedded with any LangChain `Embeddings` in any `VectorStore`.
+
+    Setup:
+        `pip install "langchain-vaultsearch[chroma,local]"` for the default store and a
+        local model (or `[chroma,openai]`).
+
+    Instantiate:
+        .. code-block:: python
+
+            from langchain_vaultsearch import VaultIndex
+
+            index = VaultIndex(
+                vault_path="~/notes",
+                embeddings="huggingface:sentence-transformers/all-MiniLM-L6-v2",
+            )
+            index.refresh()  # embeds what is new or changed
+            retriever = index.as_retriever(k=10)
+
+    Stores: by default Chroma, embedded, persisted in `<vault>/.vaultsearch/semantic/`
+    (`persist_directory` moves it); `chroma_host`/`chroma_port` or `chroma_client` use a
+    Chroma server, which is what several processes sharing one index need (embedded
+    Chroma is thread-safe but not process-safe); `vectorstore` takes any LangChain store
+    that accepts ids, or a function building one from the index's (caching) embeddings.
+    """
+
+    def __init__(  # noqa: PLR0915 - one validation step per option
+        self,
+        vault_path: str | os.PathLike[str] | None = None,
+        *,
+        vault: Vault | None = None,
+        embeddings: Embeddings | str | None = None,
+        embedding_id: str | None = None,
+        persist_directory: str | os.PathLike[str] | None = None,
+        vectorstore: VectorStore | Callable[[Embeddings], VectorStore] | None = None,
+        chroma_client: ClientAPI | None = None,
+        chroma_host: str | None = None,
+        chroma_port: int = 8000,
+        collection_name: str | None = None,
+        records_path: str | os.PathLike[str] | None = None,
+        batch_size: int = 64,
+        requests_per_minute: float | None = None,
+        window_chars: int = WINDOW_CHARS,
+        window_overlap: int = WINDOW_OVERLAP,
+        multilingual: bool | None = None,
+        inline_refresh_notes: int = INLINE_REFRESH_NOTES,
+        rebuild: bool = False,
+    ) -> None:
+        """Open (or create) the vector index of a vault.
+
+        Args:
+            vault_path: the vault folder; or pass a shared `vault`.
+            vault: a `Vault` shared with the lexical retriever and the filter.
+            embeddings: the model, or a spec (`huggingface:NAME_OR_FOLDER`,
+                `openai:MODEL`, `fake:SIZE`); None reuses the spec the index was built
+                with.
+            embedding_id: the model's identity in the records; derived from the spec or
+                the model's class and name when omitted.
+            persist_directory: where embedded Chroma and the records live.
+            vectorstore: any LangChain vector store that accepts ids, instead of Chroma;
+                or a function that builds one from an `Embeddings`, which is better: the
+                store then embeds through the index's cache, so renames embed nothing.
+            chroma_client: a `chromadb` client (e.g. `chromadb.HttpClient(...)`).
+            chroma_host: a Chroma server's host (with `chroma_port`).
+            chroma_port: the Chroma server's port.
+            collection_name: the Chroma collection; one per vault by default.
+            records_path: the records file; next to the store by default.
+            batch_size: texts per embedding call.
+            requests_per_minute: cap on embedding calls a minute (paid APIs).
+            window_chars: body characters per embedded window.
+            window_overlap: characters consecutive windows share.
+            multilingual: whether the model reads CJK text; None guesses from its name.
+                Queries mostly in CJK script skip an English-only model.
+            inline_refresh_notes: changed notes a query waits for before searching.
+            rebuild: drop every vector and record first (e.g. after changing the model).
+
+        Raises:
+            ValueError: bad options, no model, or no vault.
+            EmbeddingModelMismatchError: the index was built with another model.
+            ImportError: the default store's extra is not installed (the message names the
+                pip command).
+        """
+        if vault is None:
+            if vault_path is None:
+                msg = "VaultIndex needs vault_path or vault"
+                raise ValueError(msg)
+            vault = Vault(vault_path)
+        if batch_size < 1 or inline_refresh_notes < 0:
+            msg = "batch_size must be >= 1 and inline_refresh_notes >= 0"
+            raise ValueError(msg)
+        check_window_options(window_chars, window_overlap)
+        self.vault = vault
+        self.window_chars = window_chars
+        self.window_overlap = window_overlap
+        self.inline_refresh_notes = inline_refresh_notes
+        home = (
+            Path(os.path.expanduser(os.fspath(persist_directory)))
+            if persist_directory is not None
+            else vault.root / ".vaultsearch" / "semantic"
+        )
+        self.collection_name = collection_name or _collection_name(vault.root)
+        remote = chroma_client is not None or chroma_host is not None
+        if records_path is not None:
+            path = Path(os.path.expanduser(os.fspath(records_path)))
+        elif vectorstore is not None or remote:
+            where = "custom" if vectorstore is not None else f"chroma-{chroma_host or 'client'}"
+            path = home / f"records-{where}-{self.collection_name}.sqlite3"
+        else:
+            path = home / "records.sqlite3"
+        self.records = IndexRecords(path)
+        self._lock_path = path.with_suffix(".lock")
+        spec = embeddings if isinstance(embeddings, str) else None
+        if embeddings is None:
+            spec = self.records.get_meta("embedding_spec")
+            if spec is None:
+                msg = (
+                    "VaultIndex needs embeddings: an Embeddings object or a spec such as "
+                    "'huggingface:sentence-transformers/all-MiniLM-L6-v2' or "
+                    "'openai:text-embedding-3-small'"
+                )
+                raise ValueError(msg)
+        model = load_embeddings(spec) if spec is not None else embeddings
+        if not isinstance(model, Embeddings):
+            msg = f"embeddings must be an Embeddings or a spec string, got {type(model).__name__}"
+            raise ValueError(msg)
+        self.embeddings: Embeddings = model
+        self.model_id = embedding_id or spec or _model_id(model)
+        self.multilingual = (
+            multilingual if multilingual is not None else _guess_multilingual(self.model_id)
+        )
+        self.cached_embeddings = CachedEmbeddings(
+            model,
+            self.records,
+            self.model_id,
+            batch_size=batch_size,
+            requests_per_minute=requests_per_minute,
+        )
+        if vectorstore is None:
+            self.store = self._chroma(home, chroma_client, chroma_host, chroma_port)
+        elif isinstance(vectorstore, VectorStore):
+            self.store = vectorstore
+        else:
+            self.store = vectorstore(self.cached_embeddings)
+        self.feed = ChangeFeed(vault, with_text=False)
+        self.chunks = ChunkStore(vault, budget_bytes=_CHUNK_CACHE_BYTES)
+        self._write_lock = threading.Lock()
+        self._background: threading.Thread | None = None
+        if rebuild:
+            self.clear()
+        self._check_model(spec)
+
+    # ------------------------------------------------------------------ setup
+
+    def _chroma(
+        self, home: Path, client: ClientAPI | None, host: str | None, port: int
+    ) -> VectorStore:
+        require_extra("langchain_chroma", "chroma")
+        from langchain_chroma import Chroma
+
+        options: dict[str, Any] = {
+            "collection_name": self.collection_name,
+            "embedding_function": self.cached_embeddings,
+            # Cosine distance: relevance = 1 - distance is the cosine similarity.
+            "collection_metadata": {"hnsw:space": "cosine"},
+        }
+        if client is None and host is not None:
+            import chromadb
+
+            client = chromadb.HttpClient(host=host, port=port)
+        if client is not None:
+            return Chroma(client=client, **options)
+        home.mkdir(parents=True, exist_ok=True)
+        return Chroma(persist_directory=str(home / "chroma"), **options)
+
+    def _check_model(self, spec: str | None) -> None:
+        stored = self.records.get_meta("model")
+        if stored is None:
+            self.records.set_meta("model", self.model_id)
+            if spec is not None:
+                self.records.set_meta("embedding_spec", spec)
+            return
+        if stored != self.model_id:
+            msg = (
+                f"This vector index was built with {stored!r}, not {self.model_id!r}; "
+                "vectors of two models cannot be compared. Rebuild it with "
+                "VaultIndex(..., rebuild=True) or `vaultsearch index --rebuild`, or pass "
+                f"the original model."
+            )
+            raise EmbeddingModelMismatchError(msg)
+
+    def clear(self) -> None:
+        """Delete every vector this index wrote and its records (the model is forgotten)."""
+        with self._writer():
+            ids = [i for r in self.records.notes() for i in (*r.vector_ids, *r.pending_ids)]
+            self._delete(ids)
+            self.records.clear()
+            self.feed = ChangeFeed(self.vault, with_text=False)
+
+    # ------------------------------------------------------------------ writing
+
+    def refresh(self, on_progress: Callable[[IndexProgress], None] | None = None) -> RefreshReport:
+        """Embed what is new or changed in the vault and delete what is gone.
+
+        Args:
+            on_progress: called after each batch with where the refresh is.
+
+        Returns:
+            What was added, updated, removed and embedded.
+
+        Raises:
+            IndexLockedError: another process is writing this index.
+        """
+        if self._background is not None:
+            self._background.join()
+        with self._writer():
+            return self._write(self._pull(), on_progress)
+
+    def ensure_fresh(self) -> RefreshReport | None:
+        """Catch up with edits before a query, without making the query wait long.
+
+        A few changed notes are embedded now; more are embedded in a background thread
+        (searches meanwhile see the previous vectors, and lexical search sees the edits).
+        Nothing happens while another thread or process is writing.
+
+        Returns:
+            What was done, or None when a writer was busy.
+        """
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(self._writer(blocking=False))
+            except IndexLockedError:
+                return None
+            pending = self._pull()
+            if len(pending.updated) <= self.inline_refresh_notes:
+                return self._write(pending, None)
+            writer = stack.pop_all()  # the background thread releases the writer
+
+        def run() -> None:
+            with writer:
+                try:
+                    self._write(pending, None)
+                except Exception:
+                    logger.exception("Background embedding of %s failed", self.vault.root)
+
+        self._background = threading.Thread(target=run, name="vaultsearch-embed", daemon=True)
+        self._background.start()
+        return RefreshReport(background=True)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a background refresh; True when none is running any more."""
+        background = self._background
+        if background is not None:
+            background.join(timeout)
+            return not background.is_alive()
+        return True
+
+    @contextlib.contextmanager
+    def _writer(self, blocking: bool = True) -> Iterator[None]:
+        """This thread and process as the only writer (an `flock` the kernel frees on death)."""
+        if not self._write_lock.acquire(blocking=blocking):
+            msg = "another thread is writing this vector index"
+            raise IndexLockedError(msg)
+        handle: IO[str] | None = None
+        try:
+            handle = _lock_file(self._lock_path)
+            yield
+        finally:
+            if handle is not None:
+                handle.close()
+            self._write_lock.release()
+
+    def _pull(self) -> _Pending:
+        """The notes to (re)write and delete since the last refresh (writer held)."""
+        first = not self.feed.started
+        changes = self.feed.pull()
+        removed = set(changes.removed)
+        updated = []
+        for info, _text in changes.updated:
+            if info.searchable:
+                updated.append(info)
+            else:
+                removed.add(info.path)
+        if first:
+            updated.extend(self._reconcile_store(removed, {info.path for info in updated}))
+        return _Pending(tuple(updated), tuple(sorted(removed)))
+
+    def _reconcile_store(self, removed: set[str], queued: set[str]) -> list[NoteInfo]:
+        """Once per process: records of deleted notes, half-written notes, lost vectors.
+
+        Notes deleted while no process ran are added to `removed`. Notes left half-written
+        by a killed refresh, or whose vectors the store no longer has (a store emptied or
+        replaced behind the records' back), are returned to be written again: their
+        vectors come from the cache, so this costs no model calls. Vectors in the store
+        that no record lists and whose ids are this index's are deleted.
+        """
+        known = self.vault.notes
+        stored = self._store_ids()
+        recorded: set[str] = set()
+        redo = []
+        for record in self.records.notes():
+            recorded.update(record.vector_ids)
+            if record.path not in known:
+                removed.add(record.path)
+                continue
+            lost = stored is not None and not stored.issuperset(record.vector_ids)
+            if (record.pending_ids or lost) and record.path not in queued:
+                redo.append(known[record.path])
+            if lost:
+                self.records.forget([record.path])
+        if stored is not None:
+            self._delete(sorted(i for i in stored - recorded if _VECTOR_ID.search(i)))
+        return redo
+
+    def _write(
+        self, pending: _Pending, on_progress: Callable[[IndexProgress], None] | None
+    ) -> RefreshReport:
+        """Apply pulled changes to the store and the records (writer held)."""
+        report = RefreshReport()
+        started = time.monotonic()
+        embedded_before = self.cached_embeddings.texts_embedded
+        try:
+            self._remove(pending.removed, report)
+            batch: list[tuple[NoteInfo, str, list[Chunk]]] = []
+            windows = 0
+            for done, info in enumerate(pending.updated, 1):
+                read = read_chunks(self.vault, info)
+                if read is not None:
+                    chunks = read[1]
+                    digest = self._digest(chunks)
+                    record = self.records.note(info.path)
+                    if record is not None and record.text_hash == digest and not record.pending_ids:
+                        report.unchanged += 1
+                    else:
+                        batch.append((info, digest, chunks))
+                        windows += sum(len(self._windows(c)) for c in chunks)
+                if windows >= self.cached_embeddings.batch_size or done == len(pending.updated):
+                    self._store_batch(batch, report)
+                    batch, windows = [], 0
+                    if on_progress is not None:
+                        on_progress(
+                            IndexProgress(
+                                notes_done=done,
+                                notes_total=len(pending.updated),
+                                chunks_done=report.chunks_written,
+                                texts_embedded=self.cached_embeddings.texts_embedded
+                                - embedded_before,
+                                elapsed_s=time.monotonic() - started,
+                            )
+                        )
+        except BaseException:
+            # The feed counted these changes as applied: start over from the records, which
+            # know exactly what was finished.
+            self.feed = ChangeFeed(self.vault, with_text=False)
+            raise
+        report.texts_embedded = self.cached_embeddings.texts_embedded - embedded_before
+        return report
+
+    def _remove(self, paths: Sequence[str], report: RefreshReport) -> None:
+        records = [r for r in map(self.records.note, paths) if r is not None]
+        self._delete([i for r in records for i in (*r.vector_ids, *r.pending_ids)])
+        self.records.forget(r.path for r in records)
+        report.removed.extend(r.path for r in records)
+
+    def _store_batch(
+        self, batch: list[tuple[NoteInfo, str, list[Chunk]]], report: RefreshReport
+    ) -> None:
+        """Write a batch of notes: pending ids first, then the store, then the records."""
+        if not batch:
+            return
+        documents: list[Document] = []
+        new_ids: dict[str, list[str]] = {}
+        old_ids: dict[str, tuple[str, ...]] = {}
+        for info, _digest, chunks in batch:
+            record = self.records.note(info.path)
+            old_ids[info.path] = () if record is None else (*record.vector_ids, *record.pending_ids)
+            if record is not None and record.pending_ids:
+                report.repaired.append(info.path)
+            (report.updated if record is not None and record.text_hash else report.added).append(
+                info.path
+            )
+            ids = new_ids.setdefault(info.path, [])
+            for chunk in chunks:
+                for window, text in enumerate(self._windows(chunk)):
+                    vector_id = f"{chunk.id}~{window}"
+                    ids.append(vector_id)
+                    documents.append(
+                        Document(
+                            page_content=text,
+                            metadata={"chunkId": chunk.id, "path": info.path, "window": window},
+                            id=vector_id,
+                        )
+                    )
+            report.chunks_written += len(chunks)
+        self.records.begin_write({path: [*ids, *old_ids[path]] for path, ids in new_ids.items()})
+        stale = [i for path, ids in old_ids.items() for i in ids if i not in set(new_ids[path])]
+        self._delete(stale)
+        if documents:
+            self.store.add_documents(documents, ids=[doc.id for doc in documents])
+        self.records.finish_write(
+            {info.path: (digest, new_ids[info.path]) for info, digest, _c in batch}
+        )
+
+    def _delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), 500):
+            self.store.delete(list(ids[start : start + 500]))
+
+    def _windows(self, chunk: Chunk) -> list[str]:
+        return embedding_windows(chunk, self.window_chars, self.window_overlap)
+
+    def _digest(self, chunks: list[Chunk]) -> str:
+        """The identity of what a note's vectors are made of (format, windows, chunks)."""
+        parts = [INDEX_FORMAT, str(self.window_chars), str(self.window_overlap)]
+        parts.extend(f"{c.id}\x00{c.heading}\x00{c.content}" for c in chunks)
+        return text_hash("\x01".join(parts))
+
+    # ------------------------------------------------------------------ checking
+
+    def verify(self) -> VerifyReport:
+        """Compare vault, records and store: what is missing, orphaned or not indexed."""
+        recorded: set[str] = set()
+        pending = []
+        hashes = {}
+        for record in self.records.notes():
+            recorded.update(record.vector_ids)
+            hashes[record.path] = record.text_hash
+            if record.pending_ids:
+                pending.append(record.path)
+        stored = self._store_ids()
+        if stored is not None:
+            missing = sorted(recorded - stored)
+            orphans: list[str] | None = sorted(stored - recorded)
+        else:
+            found = {doc.id for doc in self.store.get_by_ids(sorted(recorded))}
+            missing, orphans = sorted(recorded - found), None
+        self.vault.refresh()
+        unindexed = []
+        for path, info in self.vault.notes.items():
+            if not info.searchable:
+                continue
+            read = read_chunks(self.vault, info)
+            if read is not None and hashes.get(path) != self._digest(read[1]):
+                unindexed.append(path)
+        return VerifyReport(missing, orphans, sorted(unindexed), sorted(pending))
+
+    def _store_ids(self) -> set[str] | None:
+        """Every id in the store, where the store can list them (Chroma, in-memory)."""
+        if isinstance(self.store, InMemoryVectorStore):
+            return set(self.store.store)
+        get = getattr(self.store, "get", None)
+        if callable(get) and hasattr(self.store, "_collection"):
+            return set(get(include=[])["ids"])
+        return None
+
+    # ------------------------------------------------------------------ reading
+
+    def covers(self, query: str) -> bool:
+        """Whether the model can read the query: an English-only model cannot read CJK."""
+        if self.multilingual:
+            return True
+        letters = [ch for ch in query if ch.isalpha()]
+        cjk = sum(1 for ch in letters if contains_cjk(ch))
+        return not letters or cjk * 2 < len(letters)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Chunk ids most similar to the query, best window per chunk, similarity in [0, 1].
+
+        Args:
+            query: the query text.
+            k: chunks wanted (more windows are fetched, as a chunk may have several).
+        """
+        hits = _similarity(self.store, query, _fetch_k(k))
+        return _best_per_chunk(hits, k)
+
+    async def asearch(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Async twin of `search`."""
+        hits = await _asimilarity(self.store, query, _fetch_k(k))
+        return _best_per_chunk(hits, k)
+
+    def as_retriever(self, **kwargs: Any) -> VaultSemanticRetriever:  # noqa: ANN401
+        """This index as a LangChain retriever (`VaultSemanticRetriever`).
+
+        Args:
+            **kwargs: the retriever's fields (`k`, `min_similarity_score`, ...).
+        """
+        from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
+
+        return VaultSemanticRetriever(index=self, **kwargs)
+
+    def close(self) -> None:
+        """Wait for a background refresh and close the records file."""
+        self.wait()
+        self.records.close()
+
+
+def _lock_file(path: Path) -> IO[str]:
+    """Open and `flock` the lock file; raise `IndexLockedError` when another process has it."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        msg = (
+            f"The vector index is being written by {holder} (lock {path}); wait for it to "
+            "finish. Several processes sharing one index should use a Chroma server."
+        )
+        raise IndexLockedError(msg) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle
+
+
+def _fetch_k(k: int) -> int:
+    """Windows to fetch for k chunks: long chunks hold several windows."""
+    return min(max(3 * k, 20), 300)
+
+
+def _similarity(store: VectorStore, query: str, k: int) -> list[tuple[Document, float]]:
+    hits = store.similarity_search_with_score(query, k=k)
+    return _relevance(store, hits)
+
+
+async def _asimilarity(store: VectorStore, query: str, k: int) -> list[tuple[Document, float]]:
+    hits = await store.asimilarity_search_with_score(query, k=k)
+    return _relevance(store, hits)
+
+
+def _relevance(
+    store: VectorStore, hits: list[tuple[Document, float]]
+) -> list[tuple[Document, float]]:
+    """Scores as similarities in [0, 1], whatever the store returns.
+
+    Stores return distances or similarities; the store's own relevance function says
+    which. A store without one (the in-memory store) returns cosine similarity.
+    """
+    try:
+        to_relevance = store._select_relevance_score_fn()
+    except NotImplementedError:
+
+        def to_relevance(score: float) -> float:
+            return score
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [(doc, min(1.0, max(0.0, float(to_relevance(score))))) for doc, score in hits]
+
+
+def _best_per_chunk(hits: list[tuple[Document, float]], k: int) -> list[tuple[str, float]]:
+    best: dict[str, float] = {}
+    for doc, score in hits:
+        chunk_id = doc.metadata.get("chunkId")
+        if isinstance(chunk_id, str) and score > best.get(chunk_id, -1.0):
+            best[chunk_id] = score
+    ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
+    return ranked[:k]
+
+
+def _collection_name(root: Path) -> str:
+    """A Chroma collection name of this vault: readable, unique per folder, valid."""
+    stem = "".join(ch if ch.isalnum() else "-" for ch in root.name.lower())[:40].strip("-")
+    digest = hashlib.sha1(str(root).encode(), usedforsecurity=False).hexdigest()[:10]
+    return f"vaultsearch-{stem or 'vault'}-{digest}"
+
+
+def _model_id(model: Embeddings) -> str:
+    name = next(
+        (
+            value
+            for attr in ("model_name", "model", "size")
+            if isinstance(value := getattr(model, attr, None), (str, int))
+        ),
+        "",
+    )
+    return f"{type(model).__module__}.{type(model).__qualname__}:{name}"
+
+
+_MULTILINGUAL_HINTS = ("multilingual", "labse", "bge-m3", "e5", "openai:", "gte-", "jina")
+
+
+def _guess_multilingual(model_id: str) -> bool:
+    lowered = model_id.lower()
+    return any(hint in lowered for hint in _MULTILINGUAL_HINTS)

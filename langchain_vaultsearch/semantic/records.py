@@ -1,0 +1,239 @@
+"""IndexRecords: what the vector store holds for each note, kept where a crash cannot lie.
+
+A vector store cannot say which note a vector came from or whether a note's vectors are
+complete, and LangChain's record managers hash metadata too (a rename re-embeds) and can
+silently disagree with the store. So the vector index keeps its own records in SQLite,
+beside the store:
+
+- per note: the hash of the text that was embedded and the vector ids written for it;
+- pending ids: written *before* the store is touched and cleared in the same transaction
+  that records the finished note, so after a kill -9 the next refresh knows exactly which
+  vectors may be half-written and deletes them first (no duplicates, no note with a mix
+  of old and new chunks);
+- the embedding model's identity: another model's vectors are never mixed in;
+- an embedding cache keyed by the hash of the embedded text, so a rename, a move or a
+  note whose chunks shifted embeds nothing new.
+
+SQLite in WAL mode commits atomically and survives a killed writer; it is in the
+standard library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notes (
+    path TEXT PRIMARY KEY,
+    text_hash TEXT,
+    vector_ids TEXT NOT NULL DEFAULT '[]',
+    pending_ids TEXT
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+);
+"""
+
+
+def text_hash(text: str) -> str:
+    """A stable hash of a text (hex sha256), the identity of embedded content."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class NoteRecord:
+    """What the store holds for one note.
+
+    Attributes:
+        path: vault-relative path.
+        text_hash: hash of the note text the vectors were made from; None while the note
+            has never been finished.
+        vector_ids: ids of its vectors in the store.
+        pending_ids: ids a write in progress may have left in the store; not empty only
+            after an interrupted refresh.
+    """
+
+    path: str
+    text_hash: str | None
+    vector_ids: tuple[str, ...]
+    pending_ids: tuple[str, ...]
+
+
+class IndexRecords:
+    """The SQLite file of one vector index (thread-safe; one writer process at a time)."""
+
+    def __init__(self, path: Path) -> None:
+        """Open or create the records file.
+
+        Raises:
+            ValueError: the file belongs to a newer version of this package or is not a
+                records file.
+        """
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+            stored = self.get_meta("schema")
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            msg = f"{path} is not a vaultsearch records file ({exc}); delete it to rebuild"
+            raise ValueError(msg) from exc
+        if stored is None:
+            self.set_meta("schema", str(SCHEMA_VERSION))
+        elif stored != str(SCHEMA_VERSION):
+            self._db.close()
+            msg = f"{path} has records format {stored}, this version reads {SCHEMA_VERSION}"
+            raise ValueError(msg)
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            self._db.close()
+
+    def get_meta(self, key: str) -> str | None:
+        """A stored setting (e.g. the embedding model's identity), None when unset."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a setting."""
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def note(self, path: str) -> NoteRecord | None:
+        """The record of one note."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT path, text_hash, vector_ids, pending_ids FROM notes WHERE path = ?",
+                (path,),
+            ).fetchone()
+        return None if row is None else _record(row)
+
+    def notes(self) -> Iterator[NoteRecord]:
+        """Every note record (read in one go: records are small)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path, text_hash, vector_ids, pending_ids FROM notes"
+            ).fetchall()
+        return (_record(row) for row in rows)
+
+    def hashes(self) -> dict[str, str | None]:
+        """Path -> embedded text hash of every note record."""
+        with self._lock:
+            rows = self._db.execute("SELECT path, text_hash FROM notes").fetchall()
+        return {str(path): digest for path, digest in rows}
+
+    def begin_write(self, pending: dict[str, Sequence[str]]) -> None:
+        """Record the ids a write is about to put in the store, before it touches it."""
+        with self._lock, self._transaction():
+            for path, ids in pending.items():
+                self._db.execute(
+                    "INSERT INTO notes(path, pending_ids) VALUES (?, ?) "
+                    "ON CONFLICT(path) DO UPDATE SET pending_ids = excluded.pending_ids",
+                    (path, json.dumps(list(ids))),
+                )
+
+    def finish_write(self, done: dict[str, tuple[str, Sequence[str]]]) -> None:
+        """Record notes whose vectors are all in the store: (text hash, vector ids)."""
+        with self._lock, self._transaction():
+            for path, (digest, ids) in done.items():
+                self._db.execute(
+                    "INSERT INTO notes(path, text_hash, vector_ids, pending_ids) "
+                    "VALUES (?, ?, ?, NULL) ON CONFLICT(path) DO UPDATE SET "
+                    "text_hash = excluded.text_hash, vector_ids = excluded.vector_ids, "
+                    "pending_ids = NULL",
+                    (path, digest, json.dumps(list(ids))),
+                )
+
+    def forget(self, paths: Iterable[str]) -> None:
+        """Drop the records of notes whose vectors were deleted."""
+        with self._lock, self._transaction():
+            self._db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in paths])
+
+    def clear(self) -> None:
+        """Drop every note record and the model identity (a rebuild)."""
+        with self._lock, self._transaction():
+            self._db.execute("DELETE FROM notes")
+            self._db.execute("DELETE FROM meta WHERE key != 'schema'")
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, list[float]]:
+        """Embeddings already made by `model` for texts with these hashes."""
+        found: dict[str, list[float]] = {}
+        with self._lock:
+            for start in range(0, len(hashes), 500):
+                part = list(hashes[start : start + 500])
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    f"SELECT text_hash, vector FROM embeddings "  # noqa: S608 - only '?' marks
+                    f"WHERE model = ? AND text_hash IN ({marks})",
+                    (model, *part),
+                ).fetchall()
+                for digest, blob in rows:
+                    vector = array("f")
+                    vector.frombytes(blob)
+                    found[str(digest)] = vector.tolist()
+        return found
+
+    def cache_vectors(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Keep embeddings for later refreshes (as float32: what the stores keep too)."""
+        with self._lock, self._transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO embeddings(model, text_hash, vector) VALUES (?, ?, ?)",
+                [(model, digest, array("f", v).tobytes()) for digest, v in vectors.items()],
+            )
+
+    def prune_cache(self, model: str, keep: set[str]) -> int:
+        """Drop cached embeddings of texts no note holds any more; returns how many."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT text_hash FROM embeddings WHERE model = ?", (model,)
+            ).fetchall()
+            stale = [(model, str(digest)) for (digest,) in rows if digest not in keep]
+            with self._transaction():
+                self._db.executemany(
+                    "DELETE FROM embeddings WHERE model = ? AND text_hash = ?", stale
+                )
+        return len(stale)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """Commit on success, roll back on error (the caller holds the lock)."""
+        self._db.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+
+def _record(row: tuple[object, ...]) -> NoteRecord:
+    path, digest, ids, pending = row
+    return NoteRecord(
+        path=str(path),
+        text_hash=None if digest is None else str(digest),
+        vector_ids=tuple(json.loads(str(ids))),
+        pending_ids=() if pending is None else tuple(json.loads(str(pending))),
+    )

@@ -1,0 +1,132 @@
+"""fuse(): the seed's blend cases (reference §22.10), RRF, calibrated, and the invariants."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_vaultsearch.fusion import FUSION_METHODS, FusionWeights, fuse
+
+TAG_MATCH = {"lexicalMatches": [{"field": "tags", "term": "project"}]}
+
+
+def doc(chunk_id: str, score: float, source: str, explanation: dict | None = None) -> Document:
+    return Document(
+        page_content=f"text of {chunk_id} from {source}",
+        metadata={
+            "path": chunk_id.rsplit("#", 1)[0],
+            "chunkId": chunk_id,
+            "score": score,
+            "rerank_score": score,
+            "source": source,
+            "explanation": explanation or {},
+        },
+        id=chunk_id,
+    )
+
+
+def test_blend_lexical_wins_a_collision_even_with_a_lower_score() -> None:
+    fused = fuse(
+        [doc("note.md#0", 0.8, "lexical", TAG_MATCH)],
+        [doc("note.md#0", 0.9, "semantic")],
+        limit=10,
+        method="blend",
+    )
+    assert len(fused) == 1
+    assert fused[0].metadata["source"] == "lexical"
+
+
+def test_blend_boosts_tag_matches_and_keeps_both_chunks() -> None:
+    fused = fuse(
+        [doc("note.md#0", 0.7, "lexical", TAG_MATCH)],
+        [doc("note.md#1", 0.9, "semantic")],
+        limit=10,
+        method="blend",
+    )
+    scores = {d.id: d.metadata["score"] for d in fused}
+    assert scores["note.md#0"] == pytest.approx(0.77)
+    assert scores["note.md#1"] == pytest.approx(0.9)
+    assert [d.id for d in fused] == ["note.md#1", "note.md#0"]
+
+
+def test_duplicates_within_a_side_keep_the_best() -> None:
+    fused = fuse(
+        [doc("a.md#0", 0.4, "lexical"), doc("a.md#0", 0.85, "lexical")], [], limit=5, method="blend"
+    )
+    assert [(d.id, d.metadata["score"]) for d in fused] == [("a.md#0", 0.85)]
+    fused = fuse(
+        [],
+        [doc("b.md#0", 0.3, "semantic"), doc("b.md#0", 0.6, "semantic")],
+        limit=5,
+        method="blend",
+    )
+    assert [(d.id, d.metadata["source"], d.metadata["score"]) for d in fused] == [
+        ("b.md#0", "semantic", 0.6)
+    ]
+
+
+def test_calibrated_puts_chunks_both_sides_found_first() -> None:
+    lexical = [
+        doc("a.md#0", 0.98, "lexical"),
+        doc("b.md#0", 0.5, "lexical"),
+        doc("c.md#0", 0.02, "lexical"),
+    ]
+    semantic = [
+        doc("d.md#0", 0.7, "semantic"),
+        doc("b.md#0", 0.6, "semantic"),
+        doc("e.md#0", 0.3, "semantic"),
+    ]
+    fused = fuse(lexical, semantic, limit=10, method="calibrated")
+    by_id = {d.id: d for d in fused}
+    # b: 0.5 of the lexical range and 0.75 of the semantic range, found by both.
+    assert by_id["b.md#0"].metadata["score"] == pytest.approx((0.5 + 0.75) / 2, abs=0.01)
+    assert by_id["b.md#0"].metadata["source"] == "lexical"
+    assert by_id["b.md#0"].metadata["explanation"]["fusion"]["semantic"] == pytest.approx(0.75)
+    assert [d.id for d in fused][:3] == ["b.md#0", "a.md#0", "d.md#0"]
+
+
+def test_rrf_scores_ranks_not_scales() -> None:
+    lexical = [doc("a.md#0", 0.98, "lexical"), doc("b.md#0", 0.97, "lexical")]
+    semantic = [doc("b.md#0", 0.31, "semantic"), doc("c.md#0", 0.30, "semantic")]
+    fused = fuse(lexical, semantic, limit=10, method="rrf", weights=FusionWeights(rrf_k=60))
+    assert [d.id for d in fused] == ["b.md#0", "a.md#0", "c.md#0"]
+    assert fused[1].metadata["score"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("method", FUSION_METHODS)
+def test_invariants_hold_for_random_lists(method: str) -> None:
+    rng = random.Random(method)
+    for _ in range(30):
+        lexical = [
+            doc(f"n{rng.randrange(15)}.md#{rng.randrange(3)}", rng.random(), "lexical")
+            for _ in range(rng.randrange(0, 25))
+        ]
+        semantic = [
+            doc(f"n{rng.randrange(15)}.md#{rng.randrange(3)}", rng.random(), "semantic")
+            for _ in range(rng.randrange(0, 25))
+        ]
+        limit = rng.randrange(1, 12)
+        fused = fuse(lexical, semantic, limit=limit, method=method)  # type: ignore[arg-type]
+        ids = [d.id for d in fused]
+        scores = [d.metadata["score"] for d in fused]
+        assert len(fused) <= limit
+        assert len(ids) == len(set(ids))
+        assert all(0.0 <= s <= 1.0 for s in scores)
+        assert scores == sorted(scores, reverse=True)
+        assert all(d.metadata["score"] == d.metadata["rerank_score"] for d in fused)
+        assert len(fused) == min(limit, len({d.id for d in [*lexical, *semantic]}))
+
+
+def test_inputs_are_not_modified_and_bad_options_are_refused() -> None:
+    original = doc("a.md#0", 0.5, "lexical")
+    fuse([original], [], limit=1)
+    assert original.metadata["score"] == 0.5
+    assert "fusion" not in original.metadata["explanation"]
+    with pytest.raises(ValueError, match="fusion must be one of"):
+        fuse([], [], limit=1, method="max")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="limit"):
+        fuse([], [], limit=0)
+    with pytest.raises(ValueError, match="weights"):
+        FusionWeights(lexical=0, semantic=0)

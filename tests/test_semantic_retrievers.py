@@ -1,0 +1,256 @@
+"""Semantic, merged and factory retrievers over a real vault shape with a tiny fake model."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_vaultsearch import TieredLexicalRetriever
+from langchain_vaultsearch.retrievers.factory import RetrieverFactory
+from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
+from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
+from langchain_vaultsearch.semantic.index import VaultIndex
+from tests.fake_embeddings import WordBagEmbedding
+
+OAUTH = "Projects/Alpha/OAuth Setup.md"
+
+
+def build_index(vault_dir: Path, **options: Any) -> VaultIndex:
+    return VaultIndex(
+        vault_path=vault_dir,
+        embeddings=WordBagEmbedding(),
+        vectorstore=lambda embedding: InMemoryVectorStore(embedding=embedding),
+        records_path=vault_dir.parent / "records.sqlite3",
+        **options,
+    )
+
+
+@pytest.fixture
+def index(vault_dir: Path) -> VaultIndex:
+    built = build_index(vault_dir)
+    built.refresh()
+    return built
+
+
+def check_invariants(docs: list[Document], k: int) -> None:
+    ids = [doc.id for doc in docs]
+    scores = [doc.metadata["score"] for doc in docs]
+    assert len(docs) <= k
+    assert len(ids) == len(set(ids))
+    assert all(0.0 <= score <= 1.0 for score in scores)
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_semantic_finds_a_note_by_a_word_it_does_not_contain(index: VaultIndex) -> None:
+    docs = index.as_retriever(k=5).invoke("authentication")
+    assert docs[0].metadata["path"] == OAUTH
+    assert docs[0].metadata["source"] == "semantic"
+    assert docs[0].metadata["engine"] == "vector"
+    assert docs[0].id == docs[0].metadata["chunkId"] == f"{OAUTH}#0"
+    check_invariants(docs, 5)
+    # Lexical search has no such word: the semantic side is what finds it.
+    lexical = TieredLexicalRetriever(vault=index.vault).invoke("authentication")
+    assert OAUTH not in [doc.metadata["path"] for doc in lexical]
+
+
+def test_semantic_documents_match_lexical_ones_for_the_same_chunk(index: VaultIndex) -> None:
+    semantic = index.as_retriever(k=5).invoke("oauth callback")[0]
+    lexical = TieredLexicalRetriever(vault=index.vault).invoke("oauth callback")[0]
+    assert semantic.id == lexical.id
+    assert semantic.page_content == lexical.page_content
+    assert set(semantic.metadata) == set(lexical.metadata)
+    for key in ("path", "title", "chunkId", "heading", "mtime", "ctime", "tags", "isChunk"):
+        assert semantic.metadata[key] == lexical.metadata[key]
+
+
+def test_mentioned_notes_come_first_with_full_score(index: VaultIndex) -> None:
+    docs = index.as_retriever(k=5).invoke("[[Deployment]] authentication")
+    assert docs[0].metadata["path"] == "Projects/Alpha/Deployment.md"
+    assert docs[0].metadata["score"] == 1.0
+    assert docs[0].metadata["explanation"] == {"mentioned": True}
+    assert OAUTH in [doc.metadata["path"] for doc in docs]
+
+
+def test_min_similarity_drops_weak_matches(index: VaultIndex) -> None:
+    assert index.as_retriever(min_similarity_score=0.99).invoke("authentication tomatoes") == []
+
+
+def test_cjk_query_skips_an_english_only_model(vault_dir: Path) -> None:
+    english = build_index(vault_dir, multilingual=False)
+    english.refresh()
+    assert english.as_retriever().invoke("学习笔记") == []
+    assert english.covers("OAuth 设置")  # mostly Latin letters: read it
+    multilingual = build_index(vault_dir, multilingual=True)
+    multilingual.refresh()  # a new store: the records' vectors are written to it again
+    paths = [doc.metadata["path"] for doc in multilingual.as_retriever().invoke("学习笔记")]
+    assert paths[0] == "学习笔记.md"
+
+
+def test_a_query_after_an_edit_sees_it(
+    index: VaultIndex, vault_dir: Path, touch: Callable[[Path, str, int], None]
+) -> None:
+    touch(vault_dir / "Piano/Lesson 1.md", "# Lesson 1\n\nBaked a loaf of bread.\n", 10)
+    docs = index.as_retriever(k=3).invoke("bread")
+    assert docs[0].metadata["path"] == "Piano/Lesson 1.md"
+    assert "loaf" in docs[0].page_content
+
+
+def test_many_edits_are_embedded_in_the_background(vault_dir: Path) -> None:
+    index = build_index(vault_dir, inline_refresh_notes=0)
+    report = index.ensure_fresh()
+    assert report is not None
+    assert report.background
+    assert index.wait(30)
+    assert index.verify().ok
+
+
+async def test_async_matches_sync(index: VaultIndex) -> None:
+    retriever = index.as_retriever(k=5)
+    sync = retriever.invoke("authentication")
+    async_docs = await retriever.ainvoke("authentication")
+    assert [d.id for d in async_docs] == [d.id for d in sync]
+
+
+def test_k_is_checked(index: VaultIndex) -> None:
+    with pytest.raises(ValueError, match="k must be between"):
+        index.as_retriever().invoke("oauth", k=0)
+    with pytest.raises(ValueError, match="less than or equal to 100"):
+        VaultSemanticRetriever(index=index, k=101)
+
+
+# ---------------------------------------------------------------- merged
+
+
+def test_merged_finds_what_either_side_finds(index: VaultIndex) -> None:
+    merged = MergedSemanticRetriever(semantic_index=index, k=6)
+    docs = merged.invoke("authentication gardening")
+    paths = [doc.metadata["path"] for doc in docs]
+    assert OAUTH in paths  # semantic only
+    assert "Projects/Beta/Notes.md" in paths  # lexical (and semantic)
+    check_invariants(docs, 6)
+    assert all("fusion" in doc.metadata["explanation"] for doc in docs)
+
+
+@pytest.mark.parametrize("fusion", ["calibrated", "blend", "rrf"])
+async def test_merged_invariants_for_every_fusion(index: VaultIndex, fusion: str) -> None:
+    merged = MergedSemanticRetriever(semantic_index=index, k=4, fusion=fusion)  # type: ignore[arg-type]
+    for query in ("oauth deployment", "piano music", "tomatoes", "学习笔记"):
+        check_invariants(merged.invoke(query), 4)
+        check_invariants(await merged.ainvoke(query), 4)
+
+
+async def test_semantic_failure_leaves_lexical_results(
+    index: VaultIndex, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def down(*_args: object) -> list[tuple[str, float]]:
+        msg = "vector store is down"
+        raise ConnectionError(msg)
+
+    monkeypatch.setattr(index, "search", down)
+    monkeypatch.setattr(index, "asearch", down)
+    merged = MergedSemanticRetriever(semantic_index=index, k=5)
+    with caplog.at_level(logging.ERROR):
+        docs = merged.invoke("oauth deployment")
+        async_docs = await merged.ainvoke("oauth deployment")
+    assert docs
+    assert all(doc.metadata["source"] == "lexical" for doc in docs)
+    assert [d.id for d in async_docs] == [d.id for d in docs]
+    assert caplog.text.count("Semantic search failed") == 2
+
+
+def test_each_side_is_asked_for_twice_k_or_100_in_return_all_mode(index: VaultIndex) -> None:
+    asked: list[tuple[str, int]] = []
+
+    class Spy(TieredLexicalRetriever):
+        def _get_relevant_documents(
+            self, query: str, *, run_manager: Any, **kwargs: Any
+        ) -> list[Document]:
+            asked.append(("lexical", kwargs["k"]))
+            return super()._get_relevant_documents(query, run_manager=run_manager, **kwargs)
+
+    spy = Spy(vault=index.vault)
+    MergedSemanticRetriever(semantic_index=index, k=7, lexical_retriever=spy).invoke("oauth")
+    MergedSemanticRetriever(
+        semantic_index=index, k=1, return_all=True, lexical_retriever=spy
+    ).invoke("oauth")
+    assert asked == [("lexical", 14), ("lexical", 100)]
+
+
+def test_merged_refuses_another_vault(index: VaultIndex, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="is not the index's vault"):
+        MergedSemanticRetriever(semantic_index=index, vault_path=str(tmp_path))
+
+
+# ---------------------------------------------------------------- factory
+
+
+class Hosted(BaseRetriever):
+    """A user's own retriever."""
+
+    def _get_relevant_documents(self, query: str, **_kwargs: Any) -> list[Document]:
+        return [Document(page_content=f"hosted: {query}", metadata={"path": "hosted.md"})]
+
+
+def test_factory_chooses_merged_lexical_or_self_host(index: VaultIndex, vault_dir: Path) -> None:
+    factory = RetrieverFactory(semantic_index=index, k=5)
+    assert factory.retriever_type == "merged"
+    assert factory.choose("#project/alpha deploys") == "lexical"
+    assert factory.choose("what did I write last week") == "lexical"
+    docs = factory.invoke("authentication")
+    assert factory.retriever_type == "merged"
+    assert docs[0].metadata["path"] == OAUTH
+    factory.invoke("#ops")
+    assert factory.retriever_type == "lexical"
+    assert RetrieverFactory(vault_path=str(vault_dir)).retriever_type == "lexical"
+
+
+def test_factory_uses_a_healthy_self_hosted_retriever_only(
+    index: VaultIndex, caplog: pytest.LogCaptureFixture
+) -> None:
+    healthy = {"up": True}
+
+    def check() -> bool:
+        if healthy["up"] is None:
+            msg = "health endpoint unreachable"
+            raise OSError(msg)
+        return healthy["up"]
+
+    factory = RetrieverFactory(
+        semantic_index=index, self_host_retriever=Hosted(), self_host_health_check=check
+    )
+    assert factory.invoke("oauth")[0].page_content == "hosted: oauth"
+    assert factory.retriever_type == "self-host"
+    healthy["up"] = False
+    factory.invoke("oauth")
+    assert factory.retriever_type == "merged"
+    healthy["up"] = None  # type: ignore[assignment]
+    with caplog.at_level(logging.WARNING):
+        assert factory.choose("oauth") == "merged"
+    assert "health check failed" in caplog.text
+
+
+def test_factory_needs_a_vault() -> None:
+    with pytest.raises(ValueError, match="needs vault_path, vault or semantic_index"):
+        RetrieverFactory()
+
+
+def test_embeddings_object_is_any_langchain_embeddings(vault_dir: Path) -> None:
+    class NotEmbeddings:
+        pass
+
+    with pytest.raises(ValueError, match="embeddings must be an Embeddings"):
+        VaultIndex(
+            vault_path=vault_dir,
+            embeddings=NotEmbeddings(),  # type: ignore[arg-type]
+            vectorstore=lambda e: InMemoryVectorStore(embedding=e),
+            records_path=vault_dir.parent / "r.sqlite3",
+        )
+    assert isinstance(WordBagEmbedding(), Embeddings)

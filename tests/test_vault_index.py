@@ -1,0 +1,211 @@
+"""VaultIndex: incremental, honest, crash-safe vector indexing (fake model, in-memory store)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_vaultsearch.semantic.index import (
+    EmbeddingModelMismatchError,
+    IndexLockedError,
+    IndexProgress,
+    VaultIndex,
+    _lock_file,
+)
+from langchain_vaultsearch.semantic.records import IndexRecords
+from langchain_vaultsearch.vault.vault import Vault
+
+DIMS = 32
+
+
+class CountingEmbedding(DeterministicFakeEmbedding):
+    """A deterministic fake that counts the texts it was asked to embed."""
+
+    calls: int = 0
+    texts: int = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        self.texts += len(texts)
+        return super().embed_documents(texts)
+
+
+@pytest.fixture
+def model() -> CountingEmbedding:
+    return CountingEmbedding(size=DIMS)
+
+
+def make_index(
+    vault_dir: Path,
+    model: CountingEmbedding,
+    store: InMemoryVectorStore | None = None,
+    **kw: object,
+) -> VaultIndex:
+    """An index over an in-memory store that embeds through the index's cache."""
+    kept = store if store is not None else InMemoryVectorStore(embedding=model)
+
+    def with_cache(embedding: Embeddings) -> InMemoryVectorStore:
+        kept.embedding = embedding
+        return kept
+
+    return VaultIndex(
+        vault_path=vault_dir,
+        embeddings=model,
+        vectorstore=with_cache,
+        records_path=vault_dir.parent / "records.sqlite3",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_first_refresh_embeds_every_searchable_note_and_verifies_clean(
+    vault_dir: Path, model: CountingEmbedding
+) -> None:
+    index = make_index(vault_dir, model)
+    seen: list[IndexProgress] = []
+    report = index.refresh(on_progress=seen.append)
+    notes = {p for p, info in index.vault.notes.items() if info.searchable}
+    assert set(report.added) == notes
+    assert report.chunks_written >= len(notes)
+    assert report.texts_embedded == model.texts > 0
+    assert seen
+    assert seen[-1].notes_done == seen[-1].notes_total == len(notes)
+    check = index.verify()
+    assert check.ok, check
+    assert check.orphans == []
+
+
+def test_touch_rename_and_restart_embed_nothing(
+    vault_dir: Path, model: CountingEmbedding, touch: Callable[[Path, str, int], None]
+) -> None:
+    store = InMemoryVectorStore(embedding=model)
+    index = make_index(vault_dir, model, store)
+    index.refresh()
+    texts = model.texts
+    note = vault_dir / "Piano/Lesson 1.md"
+    touch(note, note.read_text(encoding="utf-8"), 20)  # same content, new mtime
+    report = index.refresh()
+    assert report.unchanged == 1
+    assert not report.added
+    assert not report.updated
+    # A rename embeds nothing new: the records' cache has every window's vector.
+    os.rename(note, vault_dir / "Piano/First Lesson.md")
+    report = index.refresh()
+    assert report.removed == ["Piano/Lesson 1.md"]
+    assert report.added == ["Piano/First Lesson.md"]
+    assert report.texts_embedded == 0
+    assert model.texts == texts
+    assert index.verify().ok
+    # A new process over the same records and store embeds nothing either.
+    index.close()
+    restarted = make_index(vault_dir, model, store)
+    report = restarted.refresh()
+    assert report.unchanged == len(restarted.vault.notes) - 0
+    assert model.texts == texts
+
+
+def test_edit_re_embeds_that_note_only_and_delete_removes_its_vectors(
+    vault_dir: Path, model: CountingEmbedding, touch: Callable[[Path, str, int], None]
+) -> None:
+    store = InMemoryVectorStore(embedding=model)
+    index = make_index(vault_dir, model, store)
+    index.refresh()
+    texts = model.texts
+    touch(vault_dir / "C# Notes.md", "# C# Notes\n\nPattern matching with records.\n", 20)
+    report = index.refresh()
+    assert report.updated == ["C# Notes.md"]
+    assert model.texts == texts + report.texts_embedded
+    assert report.texts_embedded == 1
+    (vault_dir / "Projects/Beta/Notes.md").unlink()
+    report = index.refresh()
+    assert report.removed == ["Projects/Beta/Notes.md"]
+    assert not [i for i in store.store if i.startswith("Projects/Beta/Notes.md#")]
+    assert index.verify().ok
+
+
+def test_another_model_is_refused_until_rebuilt(vault_dir: Path, model: CountingEmbedding) -> None:
+    store = InMemoryVectorStore(embedding=model)
+    make_index(vault_dir, model, store).refresh()
+    other = CountingEmbedding(size=DIMS + 1)
+    with pytest.raises(EmbeddingModelMismatchError, match="rebuild=True"):
+        make_index(vault_dir, other, store)
+    rebuilt = make_index(vault_dir, other, store, rebuild=True)
+    report = rebuilt.refresh()
+    assert report.added
+    assert rebuilt.verify().ok
+    assert other.texts > 0
+
+
+def test_an_interrupted_write_is_repaired_without_duplicates(
+    vault_dir: Path, model: CountingEmbedding, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = InMemoryVectorStore(embedding=model)
+    index = make_index(vault_dir, model, store, batch_size=1)
+    calls = {"n": 0}
+    real_add = store.add_documents
+
+    def dying_add(*args: object, **kwargs: object) -> list[str]:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            real_add(*args, **kwargs)  # type: ignore[arg-type]
+            raise KeyboardInterrupt  # killed after the store write, before the records
+        return real_add(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "add_documents", dying_add)
+    with pytest.raises(KeyboardInterrupt):
+        index.refresh()
+    check = index.verify()
+    assert check.pending  # the records know which write was cut short
+    assert not check.ok
+    monkeypatch.setattr(store, "add_documents", real_add)
+    finished = sum(1 for r in index.records.notes() if r.text_hash and not r.pending_ids)
+    texts = model.texts
+    report = index.refresh()
+    assert report.repaired
+    assert index.verify().ok
+    # Finished notes were not embedded again: only the interrupted one and the rest were,
+    # and the interrupted one's vectors came from the cache.
+    assert finished == 2
+    assert len(report.added) + len(report.updated) == len(index.vault.notes) - finished
+    assert model.texts - texts == report.texts_embedded
+
+
+def test_a_second_writer_gets_a_clear_error(vault_dir: Path, model: CountingEmbedding) -> None:
+    index = make_index(vault_dir, model)
+    with index._writer(), pytest.raises(IndexLockedError, match="being written by pid"):
+        _lock_file(index._lock_path)
+
+
+def test_records_file_of_another_kind_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "records.sqlite3"
+    path.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(ValueError, match="not a vaultsearch records file"):
+        IndexRecords(path)
+
+
+def test_long_chunks_are_embedded_in_windows(tmp_path: Path, model: CountingEmbedding) -> None:
+    vault_dir = tmp_path / "vault"
+    vault_dir.mkdir()
+    words = " ".join(f"word{i}" for i in range(600))  # ~4,900 characters, one chunk
+    (vault_dir / "Long.md").write_text(f"# Long\n\n{words}\n", encoding="utf-8")
+    index = make_index(vault_dir, model)
+    report = index.refresh()
+    assert report.chunks_written == 1
+    assert report.texts_embedded >= 5
+    ids = next(r.vector_ids for r in index.records.notes())
+    assert ids[0] == "Long.md#0~0"
+    assert len(ids) == report.texts_embedded
+
+
+def test_options_are_checked(vault_dir: Path, model: CountingEmbedding) -> None:
+    with pytest.raises(ValueError, match="window_chars"):
+        make_index(vault_dir, model, window_chars=50)
+    with pytest.raises(ValueError, match="needs vault_path or vault"):
+        VaultIndex(embeddings=model, vectorstore=InMemoryVectorStore(embedding=model))
+    vault = Vault(vault_dir)
+    with pytest.raises(ValueError, match="needs embeddings"):
+        VaultIndex(vault=vault, vectorstore=InMemoryVectorStore(embedding=model))
