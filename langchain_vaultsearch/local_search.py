@@ -5,8 +5,9 @@ The orchestration layer of the original's `localSearch` tool (reference sections
 
 1. `FilterRetriever` always runs: the `[[notes]]` the question names, its `#tags`, or the
    notes of its time range. Its documents are never cut.
-2. The main retriever (any `BaseRetriever`: what a retriever factory picks, by default a
-   `TieredLexicalRetriever` over the same `Vault`) runs only without a time range, since
+2. The main retriever (any `BaseRetriever`; by default a `RetrieverFactory` over the
+   same `Vault`, merged search when it has a vector index) runs only without a time range,
+   since
    "what did I do last week" is answered by last week's notes, not by ranking words like
    "did". A tag query uses the lexical retriever whatever the main one is: tags are exact
    terms, which lexical search matches and embeddings blur.
@@ -43,11 +44,15 @@ from langchain_vaultsearch.context.local_search import (
 from langchain_vaultsearch.documents import document_score
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever, tag_filters
 from langchain_vaultsearch.merge import merge_filter_and_search_results
+from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
+from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, RETURN_ALL_LIMIT
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
 from langchain_vaultsearch.vault.vault import Vault
 
+VAULT_RETRIEVERS = (TieredLexicalRetriever, MergedSemanticRetriever, RetrieverFactory)
+"""Retrievers that take `k` and `salient_terms` per call."""
 DEFAULT_MAX_RESULTS = 30
 """Documents per question (the original's maxSourceChunks)."""
 
@@ -120,9 +125,10 @@ def local_search(
             is given.
         filter_retriever: the filter to use; its vault is the shared one.
         retriever: the main retriever, any `BaseRetriever`; defaults to a
-            `TieredLexicalRetriever` over the shared vault.
-        lexical_retriever: the retriever tag queries use when `retriever` is not a
-            `TieredLexicalRetriever`; without one, one is made over the shared vault.
+            `RetrieverFactory` over the shared vault (lexical search; pass a factory or a
+            `MergedSemanticRetriever` with a `VaultIndex` for merged search).
+        lexical_retriever: the retriever tag queries use; by default the lexical side of
+            `retriever`, or one made over the shared vault.
         time_range: a `TimeRange`, or an expression such as "last week"; with one, only
             the filter runs.
         salient_terms: the question's salient terms (e.g. from an LLM tool call); terms
@@ -266,7 +272,7 @@ def _plan(
     if window is None:
         main = retrievers.lexical_retriever if tag_query else retrievers.retriever
     kwargs: dict[str, Any] = {}
-    if isinstance(main, TieredLexicalRetriever):
+    if isinstance(main, VAULT_RETRIEVERS):
         kwargs = {"k": limit, "salient_terms": list(salient_terms or ())}
     return _Plan(retrievers.filter_retriever, main, kwargs, window, limit)
 
@@ -278,7 +284,7 @@ class SearchRetrievers(NamedTuple):
         filter_retriever: the `[[mentions]]`, `#tags` and time-range filter.
         retriever: the main retriever for questions without a time range.
         lexical_retriever: the retriever of tag queries: `retriever` itself when it is a
-            `TieredLexicalRetriever`.
+            `TieredLexicalRetriever`, else its lexical side.
     """
 
     filter_retriever: FilterRetriever
@@ -308,19 +314,41 @@ def search_retrievers(
         raise ValueError(msg)
     shared = vault
     for given in (filter_retriever, retriever, lexical_retriever):
-        if shared is None and isinstance(given, (FilterRetriever, TieredLexicalRetriever)):
-            shared = given.vault
+        if shared is None:
+            shared = _vault_of(given)
     if shared is None:
         if not vault_path:
             msg = "local_search needs vault, vault_path or a retriever with a vault"
             raise ValueError(msg)
         shared = Vault(vault_path)
-    main = retriever or lexical_retriever or TieredLexicalRetriever(vault=shared)
+    main = retriever or lexical_retriever or RetrieverFactory(vault=shared)
     if isinstance(main, TieredLexicalRetriever):
         lexical = main
+    elif (
+        isinstance(main, (RetrieverFactory, MergedSemanticRetriever)) and lexical_retriever is None
+    ):
+        lexical = _lexical_of(main)
     else:
         lexical = lexical_retriever or TieredLexicalRetriever(vault=shared)
     return SearchRetrievers(filter_retriever or FilterRetriever(vault=shared), main, lexical)
+
+
+def _vault_of(retriever: object) -> Vault | None:
+    """The vault a retriever of this package searches (None for anyone else's)."""
+    if isinstance(retriever, (FilterRetriever, TieredLexicalRetriever, RetrieverFactory)):
+        return retriever.vault
+    if isinstance(retriever, MergedSemanticRetriever):
+        return retriever.semantic_index.vault
+    return None
+
+
+def _lexical_of(retriever: RetrieverFactory | MergedSemanticRetriever) -> TieredLexicalRetriever:
+    """The lexical side a factory or merged retriever already holds (shares its index)."""
+    lexical = retriever.lexical_retriever
+    if lexical is None:  # their validators always set it
+        msg = f"{type(retriever).__name__} has no lexical retriever"
+        raise RuntimeError(msg)
+    return lexical
 
 
 def _best_chunk_per_note(search_docs: Sequence[Document]) -> list[Document]:

@@ -30,6 +30,7 @@ from langchain_vaultsearch import (
     parse_time_expression,
 )
 from langchain_vaultsearch.local_search import search_retrievers
+from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from tests.conftest import write_vault
 
 
@@ -391,9 +392,11 @@ async def test_async_runs_filter_and_main_retriever_concurrently(small_vault: Pa
 
 def test_default_retrievers_share_one_vault(small_vault: Path) -> None:
     made = search_retrievers(vault_path=str(small_vault))
-    assert isinstance(made.retriever, TieredLexicalRetriever)
+    assert isinstance(made.retriever, RetrieverFactory)
+    assert made.retriever.retriever_type == "lexical"  # no vector index given
     assert made.filter_retriever.vault is made.retriever.vault
-    assert made.lexical_retriever is made.retriever
+    assert made.lexical_retriever is made.retriever.lexical_retriever
+    assert made.lexical_retriever.vault is made.retriever.vault
 
 
 def test_given_retrievers_lend_their_vault(small_vault: Path) -> None:
