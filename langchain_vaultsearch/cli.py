@@ -1,9 +1,12 @@
 """`vaultsearch`: search a vault from a terminal, see what a model would read, ask it.
 
-`vaultsearch search --vault PATH [--k N] [--json] [--explain] [--expand] QUERY`
-`vaultsearch context --vault PATH [--time EXPR] [--k N] QUESTION`
-`vaultsearch ask --vault PATH [--time EXPR] [--k N] [--chat-model NAME] QUESTION`
-`vaultsearch index --vault PATH`
+`vaultsearch search --vault PATH [--mode M] [--k N] [--json] [--explain] [--expand] QUERY`
+`vaultsearch context --vault PATH [--mode M] [--time EXPR] [--k N] QUESTION`
+`vaultsearch ask --vault PATH [--mode M] [--time EXPR] [--k N] [--chat-model NAME] QUESTION`
+`vaultsearch index --vault PATH [--embeddings SPEC] [--chroma-host H --chroma-port P] [--rebuild]`
+`vaultsearch status --vault PATH`
+
+A thin adapter over `VaultSearch`: it parses arguments and prints what the service returns.
 """
 
 from __future__ import annotations
@@ -13,20 +16,20 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
 
 from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.query_expander import QueryExpander
-from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.search.expansion import ExpandedQuery
+from langchain_vaultsearch.semantic.index import IndexLockedError, IndexProgress
+from langchain_vaultsearch.service import SEARCH_MODES, SearchMode, VaultSearch
 from langchain_vaultsearch.time_ranges import resolve_time_range
-from langchain_vaultsearch.vault.vault import Vault
 
 CHAT_MODEL_ENV = "VAULTSEARCH_CHAT_MODEL"
 DEFAULT_CHAT_MODEL = "gpt-4.1-mini"
@@ -73,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
         " every later search starts from it",
     )
     _add_vault_arguments(index)
+    index.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="drop the vector index first (needed after changing the embedding model)",
+    )
+    status = commands.add_parser("status", help="what is indexed, and whether it is complete")
+    _add_vault_arguments(status)
     return parser
 
 
@@ -81,6 +91,22 @@ def _add_vault_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude", action="append", default=None, help="exclusion rule")
     parser.add_argument("--include", action="append", default=None, help="inclusion rule")
     parser.add_argument("--verbose", action="store_true", help="log warnings about notes")
+    parser.add_argument(
+        "--embeddings",
+        default=None,
+        help="embedding model for semantic search: huggingface:NAME_OR_FOLDER, openai:MODEL"
+        " (default: the model the vault's vector index was built with, if any)",
+    )
+    parser.add_argument("--chroma-host", default=None, help="a Chroma server for the vectors")
+    parser.add_argument("--chroma-port", type=int, default=8000, help="its port (default 8000)")
+    if parser.prog.split()[-1] in ("search", "context", "ask"):
+        parser.add_argument(
+            "--mode",
+            choices=SEARCH_MODES,
+            default="auto",
+            help="auto (merged when the vault has a vector index, lexical for tag and time"
+            " queries), lexical, semantic or merged",
+        )
 
 
 def _add_question_arguments(parser: argparse.ArgumentParser) -> None:
@@ -121,7 +147,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(args, "k") and not 1 <= args.k <= 100:
         print(f"vaultsearch: --k must be between 1 and 100, got {args.k}", file=sys.stderr)
         return 2
-    run = {"search": _search, "context": _context, "ask": _ask, "index": _index}[args.command]
+    run = {
+        "search": _search,
+        "context": _context,
+        "ask": _ask,
+        "index": _index,
+        "status": _status,
+    }[args.command]
     try:
         return run(args)
     except UsageError as exc:
@@ -129,10 +161,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _open_vault(args: argparse.Namespace) -> Vault:
+def _open(
+    args: argparse.Namespace, expander: QueryExpander | None = None, rebuild: bool = False
+) -> VaultSearch:
     try:
-        # One command per process: nothing to keep fresh, so no folder watches.
-        return Vault(args.vault, inclusions=args.include, exclusions=args.exclude, watch=False)
+        return VaultSearch(
+            args.vault,
+            inclusions=args.include,
+            exclusions=args.exclude,
+            embeddings=args.embeddings,
+            chroma_host=args.chroma_host,
+            chroma_port=args.chroma_port,
+            query_expander=expander,
+            # One command per process: nothing to keep fresh, so no folder watches.
+            watch=False,
+            rebuild=rebuild,
+        )
+    except (ValueError, ImportError, IndexLockedError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _retriever(service: VaultSearch, mode: SearchMode) -> BaseRetriever:
+    try:
+        return service.retriever(mode)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -142,14 +193,13 @@ def _search(args: argparse.Namespace) -> int:
         # Whoever asks for expansion hears why it fell back, even without --verbose.
         logging.getLogger("langchain_vaultsearch.query_expander").setLevel(logging.WARNING)
     query = " ".join(args.query)
-    vault = _open_vault(args)
     expander = None
     if args.expand:
         llm = openai_chat_model(args.chat_model, needed_by="--expand", hint="or leave out --expand")
         expander = QueryExpander(llm)
-    retriever = TieredLexicalRetriever(vault=vault, k=args.k, query_expander=expander)
-    documents = retriever.invoke(query)
-    expansion = retriever.last_query_expansion
+    service = _open(args, expander)
+    documents = _retriever(service, args.mode).invoke(query, k=args.k)
+    expansion = service.lexical.last_query_expansion
     if args.json:
         payload: dict[str, Any] = {
             "query": query,
@@ -173,23 +223,48 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
-    """Index the vault and save the index: later one-shot searches start from it."""
-    start = time.perf_counter()
-    core = TieredLexicalRetriever(vault=_open_vault(args)).core
-    core.wait_for_index()
-    saved = core.save()
-    seconds = time.perf_counter() - start
-    notes = f"{core.recall.size:,} notes in {seconds:.1f} s"
-    if saved is None:
+    """Index the vault and save the index: later one-shot searches start from it.
+
+    With an embedding model (given, or the one the vault's vector index was built with),
+    the vector index is refreshed too, with a progress bar on stderr.
+    """
+    service = _open(args, rebuild=args.rebuild)
+    with _ProgressBar() as bar:
+        try:
+            summary = service.index(on_progress=bar.update)
+        except IndexLockedError as exc:
+            raise UsageError(str(exc)) from None
+    notes = f"{summary.notes:,} notes in {summary.lexical_seconds:.1f} s"
+    if summary.saved_to is None:
         print(f"vaultsearch: indexed {notes} but could not save the index", file=sys.stderr)
         return 1
-    print(f"Indexed {notes}; saved to {saved}")
+    print(f"Indexed {notes}; saved to {summary.saved_to}")
+    report = summary.semantic
+    if report is not None and service.semantic_index is not None:
+        print(
+            f"Vector index ({service.semantic_index.model_id}): {len(report.added)} added,"
+            f" {len(report.updated)} updated, {len(report.removed)} removed,"
+            f" {report.unchanged} unchanged; {report.texts_embedded:,} texts embedded in"
+            f" {summary.semantic_seconds:.1f} s"
+        )
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    """Print what is indexed as JSON (the vector index's check included)."""
+    print(json.dumps(_open(args).status(), ensure_ascii=False, indent=2))
     return 0
 
 
 def _context(args: argparse.Namespace) -> int:
     """Print exactly the context `ask` would give the model."""
-    chain = create_vault_context_chain(vault=_open_vault(args), max_results=args.k)
+    service = _open(args)
+    chain = create_vault_context_chain(
+        vault=service.vault,
+        retriever=_retriever(service, args.mode),
+        filter_retriever=service.filter,
+        max_results=args.k,
+    )
     print(chain.invoke(_question_input(args))["context"])
     return 0
 
@@ -201,7 +276,14 @@ def _ask(args: argparse.Namespace) -> int:
         needed_by="ask",
         hint="`vaultsearch context` shows what the model would read, without one",
     )
-    chain = create_vault_qa_chain(vault=_open_vault(args), llm=llm, max_results=args.k)
+    service = _open(args)
+    chain = create_vault_qa_chain(
+        vault=service.vault,
+        llm=llm,
+        retriever=_retriever(service, args.mode),
+        filter_retriever=service.filter,
+        max_results=args.k,
+    )
     inputs = _question_input(args)
     sources: list[dict[str, Any]] = []
     try:
@@ -330,6 +412,28 @@ def _explain(explanation: dict[str, Any]) -> str:
         f" -> {explanation.get('finalScore', 0):.3f}"
     )
     return "\n".join(lines)
+
+
+class _ProgressBar:
+    """A tqdm bar of notes embedded, with chunks and the model's texts, on stderr."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def __enter__(self) -> _ProgressBar:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+    def update(self, progress: IndexProgress) -> None:
+        from tqdm import tqdm
+
+        if self._bar is None:
+            self._bar = tqdm(total=progress.notes_total, unit="note", desc="Embedding")
+        self._bar.n = progress.notes_done
+        self._bar.set_postfix(chunks=progress.chunks_done, embedded=progress.texts_embedded)
 
 
 if __name__ == "__main__":

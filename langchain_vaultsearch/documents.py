@@ -19,9 +19,7 @@ from langchain_core.documents import Document
 from langchain_vaultsearch.text.chunking import Chunk, chunk_index_from_chunk_id
 from langchain_vaultsearch.vault.vault import NoteInfo
 
-DocumentSource = Literal[
-    "lexical", "semantic", "title-match", "tag-match", "time-filtered", "jsonl"
-]
+DocumentSource = Literal["lexical", "semantic", "title-match", "tag-match", "time-filtered", "note"]
 
 
 class VaultDocumentMetadata(TypedDict, total=False):
