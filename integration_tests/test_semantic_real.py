@@ -1,0 +1,161 @@
+"""The semantic side with real parts: all-MiniLM-L6-v2, embedded Chroma, a Chroma server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from integration_tests.conftest import ChromaServer
+from langchain_vaultsearch import (
+    EmbeddingModelMismatchError,
+    MergedSemanticRetriever,
+    RetrieverFactory,
+    VaultIndex,
+)
+from langchain_vaultsearch.cli import main as cli_main
+
+SAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "sample-vault"
+POSTGRES = "Engineering/PostgreSQL Indexing.md"
+PARAPHRASE = "speed up slow database lookups"
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """A copy of the sample vault (the index writes into `<vault>/.vaultsearch/`)."""
+    return Path(shutil.copytree(SAMPLE_VAULT, tmp_path / "vault"))
+
+
+def test_real_model_finds_a_paraphrase_and_merged_keeps_it(
+    vault: Path, minilm_embeddings: Embeddings
+) -> None:
+    index = VaultIndex(vault_path=vault, embeddings=minilm_embeddings)
+    report = index.refresh()
+    assert report.texts_embedded >= report.chunks_written > 100
+    assert index.verify().ok
+    semantic = index.as_retriever(k=5).invoke(PARAPHRASE)
+    assert semantic[0].metadata["path"] == POSTGRES
+    assert 0.2 < semantic[0].metadata["score"] <= 1.0
+    merged = MergedSemanticRetriever(semantic_index=index, k=5).invoke(PARAPHRASE)
+    assert POSTGRES in [doc.metadata["path"] for doc in merged[:3]]
+    factory = RetrieverFactory(semantic_index=index, k=5)
+    assert factory.invoke(PARAPHRASE)
+    assert factory.retriever_type == "merged"
+
+
+def test_a_restart_embeds_nothing_and_another_model_is_refused(
+    vault: Path, minilm_embeddings: Embeddings, minilm_spec: str
+) -> None:
+    first = VaultIndex(vault_path=vault, embeddings=minilm_spec)
+    first.refresh()
+    first.close()
+    # A new process (here: a new object over the same folder) knows its model by itself.
+    again = VaultIndex(vault_path=vault)
+    report = again.refresh()
+    assert report.texts_embedded == 0
+    assert not report.added
+    assert again.as_retriever(k=3).invoke(PARAPHRASE)[0].metadata["path"] == POSTGRES
+    again.close()
+    with pytest.raises(EmbeddingModelMismatchError, match="rebuild"):
+        VaultIndex(vault_path=vault, embeddings="fake:384")
+
+
+def test_chroma_server_holds_the_index_for_every_client(
+    vault: Path, minilm_embeddings: Embeddings, chroma_server: ChromaServer
+) -> None:
+    options = {
+        "vault_path": vault,
+        "embeddings": minilm_embeddings,
+        "chroma_host": chroma_server.host,
+        "chroma_port": chroma_server.port,
+    }
+    writer = VaultIndex(**options)  # type: ignore[arg-type]
+    report = writer.refresh()
+    assert report.chunks_written > 100
+    assert writer.verify().ok
+    # Another client of the same server (as another process would be) sees the vectors.
+    reader = VaultIndex(**options)  # type: ignore[arg-type]
+    assert reader.search(PARAPHRASE, 3)[0][0].startswith(POSTGRES)
+    (vault / "Engineering/PostgreSQL Indexing.md").unlink()
+    assert writer.refresh().removed == [POSTGRES]
+    assert not [c for c, _ in reader.search(PARAPHRASE, 5) if c.startswith(POSTGRES)]
+    assert writer.verify().ok
+
+
+def test_cli_index_then_merged_search(
+    vault: Path, minilm_spec: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_main(["index", "--vault", str(vault), "--embeddings", minilm_spec]) == 0
+    out = capsys.readouterr()
+    assert "Vector index" in out.out
+    assert "added" in out.out
+    assert (
+        cli_main(["search", "--vault", str(vault), "--mode", "merged", "--k", "3", PARAPHRASE]) == 0
+    )
+    assert "PostgreSQL Indexing" in capsys.readouterr().out
+    assert cli_main(["status", "--vault", str(vault)]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["semantic"]["missing_vectors"] == 0
+    assert status["semantic"]["orphan_vectors"] == 0
+    assert status["semantic"]["unindexed_notes"] == 0
+
+
+_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from langchain_vaultsearch import VaultIndex
+
+    index = VaultIndex(vault_path=sys.argv[1], embeddings="fake:64", batch_size=8)
+
+    def progress(p):
+        print(p.notes_done, flush=True)
+        time.sleep(0.05)  # room for the parent to kill us mid-way
+
+    index.refresh(on_progress=progress)
+    print("done", flush=True)
+    """
+)
+
+
+def test_kill_9_during_indexing_then_resume(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    for i in range(240):
+        note = vault / f"folder{i % 7}" / f"note {i}.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(f"# Note {i}\n\n" + f"topic{i} shared words {i * 7}. " * 40, "utf-8")
+    child = subprocess.Popen(  # noqa: S603 - our own interpreter and script
+        [sys.executable, "-c", _CHILD, str(vault)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert child.stdout is not None
+    done = 0
+    deadline = time.monotonic() + 120
+    while done < 60 and time.monotonic() < deadline:
+        line = child.stdout.readline()
+        assert line, "the indexing process ended before it could be killed"
+        done = int(line)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    index = VaultIndex(vault_path=vault, embeddings="fake:64")
+    finished = sum(1 for r in index.records.notes() if r.text_hash and not r.pending_ids)
+    assert 40 <= finished < 240
+    report = index.refresh()
+    # Finished notes are not written again; every other note is, once.
+    assert len(report.added) + len(report.updated) == 240 - finished
+    check = index.verify()
+    assert check.ok, check
+    recorded = [i for r in index.records.notes() for i in r.vector_ids]
+    assert len(recorded) == len(set(recorded))
+    # A second writer while this one holds the lock gets a clear error.
+    assert index.refresh().unchanged == 0
