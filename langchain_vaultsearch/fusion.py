@@ -188,9 +188,10 @@ def _weighted_sum(
     weights: FusionWeights,
     method: FusionMethod,
 ) -> list[Document]:
-    """Sum of weighted side scores over the total weight: found by both ranks highest."""
+    """Sum of weighted side scores over the weight of the sides that found anything."""
     lexical_scores, semantic_scores = side_scores
-    total = weights.lexical + weights.semantic
+    # A side that returned nothing (skipped or failed) does not halve the other's scores.
+    total = weights.lexical * bool(lexical) + weights.semantic * bool(semantic) or 1.0
     docs = {_key(doc): doc for doc in semantic}
     docs.update((_key(doc), doc) for doc in lexical)  # lexical wins the collision
     fused = []

@@ -36,6 +36,17 @@ EXPECTED_OUTPUT = {
         "grade -.-> answer;",
         "grade -> ['relevant']",
     ],
+    "04_semantic_and_merged.ipynb": [
+        "examples/sample-vault",
+        "384 dimensions",
+        "49 notes, 121 chunks",
+        "again: 0 texts embedded",
+        "verify: True",
+        "  semantic Engineering/PostgreSQL Indexing.md",
+        "speed up slow database lookups -> merged",
+        "#project/alpha decisions -> lexical",
+        "<localSearch>",
+    ],
     "03_filters_tags_time.ipynb": [
         "examples/sample-vault",
         "49 notes",

@@ -130,3 +130,8 @@ def test_inputs_are_not_modified_and_bad_options_are_refused() -> None:
         fuse([], [], limit=0)
     with pytest.raises(ValueError, match="weights"):
         FusionWeights(lexical=0, semantic=0)
+
+
+def test_an_empty_side_does_not_halve_the_other() -> None:
+    fused = fuse([doc("a.md#0", 0.98, "lexical"), doc("b.md#0", 0.4, "lexical")], [], limit=5)
+    assert [d.metadata["score"] for d in fused] == [1.0, 0.0]

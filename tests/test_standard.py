@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import functools
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from langchain_vaultsearch import TieredLexicalRetriever
+from langchain_vaultsearch import (
+    MergedSemanticRetriever,
+    RetrieverFactory,
+    TieredLexicalRetriever,
+    VaultIndex,
+    VaultSemanticRetriever,
+)
 from tests.conftest import SAMPLE_VAULT
+from tests.fake_embeddings import WordBagEmbedding
 
 
 class TestTieredLexicalRetrieverStandard(RetrieversIntegrationTests):
@@ -18,6 +29,62 @@ class TestTieredLexicalRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
         return {"vault_path": str(SAMPLE_VAULT)}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "OAuth login in Next.js"
+
+
+@functools.cache
+def sample_index() -> VaultIndex:
+    """One vector index of the sample vault for every standard test (fake model, in memory)."""
+    records = Path(tempfile.mkdtemp(prefix="vaultsearch-standard-")) / "records.sqlite3"
+    index = VaultIndex(
+        vault_path=SAMPLE_VAULT,
+        embeddings=WordBagEmbedding(),
+        vectorstore=lambda embedding: InMemoryVectorStore(embedding=embedding),
+        records_path=records,
+    )
+    index.refresh()
+    return index
+
+
+class TestVaultSemanticRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[VaultSemanticRetriever]:
+        return VaultSemanticRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"index": sample_index(), "min_similarity_score": 0.0}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "OAuth login in Next.js"
+
+
+class TestMergedSemanticRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[MergedSemanticRetriever]:
+        return MergedSemanticRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"semantic_index": sample_index()}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "OAuth login in Next.js"
+
+
+class TestRetrieverFactoryStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[RetrieverFactory]:
+        return RetrieverFactory
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"semantic_index": sample_index()}
 
     @property
     def retriever_query_example(self) -> str:
