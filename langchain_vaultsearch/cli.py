@@ -23,10 +23,10 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
+from langchain_vaultsearch.expansion.expander import QueryExpander
+from langchain_vaultsearch.expansion.terms import ExpandedQuery
 from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
-from langchain_vaultsearch.query_expander import QueryExpander
-from langchain_vaultsearch.search.expansion import ExpandedQuery
 from langchain_vaultsearch.semantic.index import IndexLockedError, IndexProgress
 from langchain_vaultsearch.service import SEARCH_MODES, SearchMode, VaultSearch
 from langchain_vaultsearch.time_ranges import resolve_time_range
@@ -191,7 +191,7 @@ def _retriever(service: VaultSearch, mode: SearchMode) -> BaseRetriever:
 def _search(args: argparse.Namespace) -> int:
     if args.expand:
         # Whoever asks for expansion hears why it fell back, even without --verbose.
-        logging.getLogger("langchain_vaultsearch.query_expander").setLevel(logging.WARNING)
+        logging.getLogger("langchain_vaultsearch.expansion.expander").setLevel(logging.WARNING)
     query = " ".join(args.query)
     expander = None
     if args.expand:
@@ -317,7 +317,7 @@ def _question_input(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def openai_chat_model(model: str, *, needed_by: str, hint: str) -> BaseChatModel:
-    """The chat model a command uses: OpenAI, the default provider (DESIGN decision 8).
+    """The chat model a command uses: OpenAI, the default provider (docs/design.md, decision 8).
 
     Args:
         model: the OpenAI model name.

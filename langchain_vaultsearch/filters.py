@@ -6,13 +6,13 @@ are what the user asked for. They are returned whole, with score 1.0 (a recency 
 time matches) and `includeInContext` true, and the orchestration layer puts them before
 the ranked search results (see `merge_filter_and_search_results`).
 
-Where this differs from the original FilterRetriever (reference section 13), on purpose:
+Where this differs from the original FilterRetriever, on purpose:
 
-- Mentions resolve like Obsidian links (DESIGN decision 4): `[[Note#Heading|alias]]`
+- Mentions resolve like Obsidian links (docs/design.md, decision 4): `[[Note#Heading|alias]]`
   finds `Note`, names compare case-insensitively, frontmatter aliases resolve, and an
   ambiguous name picks the shortest path instead of being dropped.
 - A time range also matches notes whose frontmatter `created` or `date` falls in it
-  (DESIGN decision 5), and daily notes are time matches scored by their date's recency,
+  (docs/design.md, decision 5), and daily notes are time matches scored by their date's recency,
   not title matches fixed at 1.0, so a daily note from eleven months ago does not push
   yesterday's notes out of the limit.
 - Recency counts days back from the end of the range (or from now, if the range ends
@@ -37,10 +37,10 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from langchain_vaultsearch.documents import note_document
+from langchain_vaultsearch.query_syntax import note_mentions, tag_filters
 from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE
-from langchain_vaultsearch.search.expansion import note_mentions
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
-from langchain_vaultsearch.vault.markdown import extract_tags_from_query, tag_hierarchy
+from langchain_vaultsearch.vault.markdown import tag_hierarchy
 from langchain_vaultsearch.vault.vault import NoteInfo, Vault
 
 FilterSource = Literal["title-match", "tag-match", "time-filtered"]
@@ -317,18 +317,6 @@ def recency_score(moment: datetime, reference: datetime) -> float:
 
 def _aware(now: datetime | None) -> datetime:
     return datetime.now().astimezone() if now is None else now.astimezone()
-
-
-def tag_filters(query: str, salient_terms: Sequence[str] | None) -> tuple[str, ...]:
-    """Tags to filter on: the `#` salient terms, else the tags typed in the query.
-
-    Lowercased, `#`-prefixed and deduplicated; the orchestration layer reads them too, to
-    know a tag query (which needs lexical search and the larger limit) before any search.
-    """
-    typed = [term for term in salient_terms or () if term.strip().startswith("#")]
-    raw = typed or extract_tags_from_query(query)
-    normalized = (tag_hierarchy(tag) for tag in raw)
-    return tuple(dict.fromkeys(levels[-1] for levels in normalized if levels))
 
 
 def _has_tag(info: NoteInfo, tags: frozenset[str]) -> bool:

@@ -1,7 +1,6 @@
 """`local_search`: one question, the notes it names and the chunks that answer it.
 
-The orchestration layer of the original's `localSearch` tool (reference sections 0 and
-17), over LangChain retrievers:
+The orchestration layer of the original's `localSearch` tool, over LangChain retrievers:
 
 1. `FilterRetriever` always runs: the `[[notes]]` the question names, its `#tags`, or the
    notes of its time range. Its documents are never cut.
@@ -36,14 +35,15 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
-from langchain_vaultsearch.context.local_search import (
+from langchain_vaultsearch.context.builder import (
     ContextOptions,
     LocalSearchContext,
     build_local_search_context,
 )
 from langchain_vaultsearch.documents import document_score
-from langchain_vaultsearch.filters import FilterResult, FilterRetriever, tag_filters
+from langchain_vaultsearch.filters import FilterResult, FilterRetriever
 from langchain_vaultsearch.merge import merge_filter_and_search_results
+from langchain_vaultsearch.query_syntax import tag_filters
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever

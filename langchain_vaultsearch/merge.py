@@ -2,8 +2,8 @@
 
 A note the user named (`[[mention]]`, `#tag`, time range) is already in the context whole,
 so chunks of it from the ranked search would only repeat it and take the place of other
-notes. The dedup goes one way only: filter documents are never dropped (reference
-section 14).
+notes. The dedup goes one way only: filter documents are never dropped, as in the
+original.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from langchain_core.runnables import (
     RunnablePassthrough,
 )
 
-from langchain_vaultsearch.context.local_search import ContextOptions
+from langchain_vaultsearch.context.builder import ContextOptions
 from langchain_vaultsearch.filters import FilterRetriever
 from langchain_vaultsearch.local_search import (
     DEFAULT_MAX_RESULTS,

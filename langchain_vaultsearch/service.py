@@ -20,13 +20,13 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_vaultsearch.context.local_search import ContextOptions, LocalSearchContext
+from langchain_vaultsearch.context.builder import ContextOptions, LocalSearchContext
 from langchain_vaultsearch.documents import note_document
+from langchain_vaultsearch.expansion.terms import QueryExpanderLike
 from langchain_vaultsearch.filters import FilterRetriever
 from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS, LocalSearchResult, local_search
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
-from langchain_vaultsearch.search.expansion import QueryExpanderLike
 from langchain_vaultsearch.semantic.index import IndexProgress, RefreshReport, VaultIndex
 from langchain_vaultsearch.time_ranges import TimeRange
 from langchain_vaultsearch.vault.vault import Vault

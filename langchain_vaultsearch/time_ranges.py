@@ -7,7 +7,7 @@ day), and a month or quarter named without a year is the most recent one that ha
 `parse_time_expression` turns the common English phrasings into a `TimeRange`; anything it
 cannot read is `None`, never a guess, so the caller can tell the user.
 
-Where this differs from the original (`getTimeRangeMs`, reference section 18):
+Where this differs from the original (`getTimeRangeMs`):
 
 - "last N days/weeks/months/years" ends at the end of today, not at 00:00 today, so a
   note written this morning counts as one of the last seven days' notes.

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from langchain_vaultsearch.search.bm25 import LexicalHit
 from langchain_vaultsearch.search.boosts import (
     FolderBoostConfig,
     GraphBoostConfig,
     apply_folder_boost,
     apply_graph_boost,
 )
-from langchain_vaultsearch.search.chunk_store import IndexedChunk
-from langchain_vaultsearch.search.fulltext import LexicalHit
+from langchain_vaultsearch.search.chunk_cache import IndexedChunk
 from langchain_vaultsearch.text.chunking import Chunk
 from langchain_vaultsearch.vault.vault import Vault
 

@@ -10,16 +10,16 @@ import dataclasses
 
 import pytest
 
-from langchain_vaultsearch.search.expansion import (
+from langchain_vaultsearch.expansion.terms import (
     EMPTY_EXPANSION,
     AsyncQueryExpanderLike,
     ExpandedQuery,
     QueryExpanderLike,
     extract_salient_terms,
     fallback_expansion,
-    note_mentions,
     strip_tags,
 )
+from langchain_vaultsearch.query_syntax import note_mentions
 
 # --------------------------------------------------------------------------- extract_salient_terms
 

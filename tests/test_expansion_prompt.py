@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_vaultsearch.search.expansion import ExpandedQuery
-from langchain_vaultsearch.search.expansion_prompt import (
+from langchain_vaultsearch.expansion.prompt import (
     MAX_EXPANDED_TERMS,
     build_expansion_prompt,
     is_valid_term,
     parse_expansion_response,
 )
+from langchain_vaultsearch.expansion.terms import ExpandedQuery
 from tests.fake_models import PIANO_REPLY
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from langchain_vaultsearch.text.markdown_syntax import TAG_PATTERN
 from langchain_vaultsearch.vault.markdown import (
-    TAG_PATTERN,
     Heading,
     Link,
     ParsedNote,

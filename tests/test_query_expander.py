@@ -13,8 +13,8 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage
 
 from langchain_vaultsearch import QueryExpander
-from langchain_vaultsearch import query_expander as expander_module
-from langchain_vaultsearch.search.expansion import (
+from langchain_vaultsearch.expansion import expander as expander_module
+from langchain_vaultsearch.expansion.terms import (
     EMPTY_EXPANSION,
     AsyncQueryExpanderLike,
     QueryExpanderLike,

@@ -13,7 +13,7 @@ import pytest
 
 from langchain_vaultsearch import TieredLexicalRetriever
 from langchain_vaultsearch.search import core as core_module
-from langchain_vaultsearch.search.chunk_store import ChunkStore
+from langchain_vaultsearch.search.chunk_cache import ChunkCache
 from langchain_vaultsearch.search.core import SearchCore
 from langchain_vaultsearch.search.index_cache import index_path, save_index
 from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
@@ -386,7 +386,7 @@ def test_scan_and_index_agree_on_the_best_note_of_the_sample_vault(
 
 def test_chunks_by_id_for_recorded_and_peeked_notes(vault_dir: Path) -> None:
     vault = Vault(vault_dir, watch=False)
-    store = ChunkStore(vault)
+    store = ChunkCache(vault)
     peeked = vault.peek("C# Notes.md")
     assert peeked is not None
     chunk = store.get_chunk("C# Notes.md#0", peeked)

@@ -276,3 +276,24 @@ def test_unspaced_southeast_asian_scripts_make_bigrams(sentence: str, word: str)
     assert word_terms
     assert all(len(term) == 2 for term in word_terms)
     assert set(word_terms) <= sentence_terms
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "escaped \\#notatag here",
+        "a path/#anchor inside",
+        "C# and issue#12 and page#top and &#39;",
+        "real #tag and #nested/tag/ and #1990s but not #123",
+        "##double and #café and #हिन्दी",
+    ],
+)
+def test_lexical_search_and_the_note_parser_agree_on_tags(text: str) -> None:
+    # The tokenizer's tag terms are exactly the note parser's tags and their prefixes.
+    parsed = {tag.lower().rstrip("/") for tag in parse_note(text).tags}
+    tokens = {t for t in tokenize_mixed(text) if t.startswith("#")}
+    expected: set[str] = set()
+    for tag in parsed:
+        parts = tag[1:].split("/")
+        expected.update("#" + "/".join(parts[: i + 1]) for i in range(len(parts)))
+    assert tokens == expected

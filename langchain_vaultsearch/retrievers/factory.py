@@ -22,14 +22,13 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from langchain_vaultsearch.filters import tag_filters
+from langchain_vaultsearch.expansion.terms import QueryExpanderLike
 from langchain_vaultsearch.fusion import FusionMethod
+from langchain_vaultsearch.query_syntax import parse_query
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE
-from langchain_vaultsearch.search.expansion import QueryExpanderLike
 from langchain_vaultsearch.semantic.index import VaultIndex
-from langchain_vaultsearch.time_ranges import find_time_expression
 from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -126,7 +125,7 @@ class RetrieverFactory(BaseRetriever):
         Args:
             query: the query.
         """
-        if tag_filters(query, None) or find_time_expression(query) is not None:
+        if parse_query(query).needs_lexical:
             return "lexical"
         if self.self_host_retriever is not None and self._self_host_healthy():
             return "self-host"

@@ -15,15 +15,16 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.documents import chunk_document, result_order
+from langchain_vaultsearch.expansion.terms import ExpandedQuery, QueryExpanderLike
+from langchain_vaultsearch.query_syntax import note_mentions
 from langchain_vaultsearch.search.core import (
     CANDIDATE_LIMIT_RANGE,
     MAX_RESULTS_RANGE,
-    NoteIdRank,
+    RankedChunk,
     SearchCore,
     SearchOptions,
     SearchResult,
 )
-from langchain_vaultsearch.search.expansion import ExpandedQuery, QueryExpanderLike, note_mentions
 from langchain_vaultsearch.search.scoring import NormalizationMethod
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -56,7 +57,7 @@ class TieredLexicalRetriever(BaseRetriever):
             docs = retriever.invoke("how do I set up OAuth in Next.js?")
             docs[0].metadata["path"], docs[0].metadata["score"]
 
-    Each document is one chunk (`Document.id` = `"path#index"`) with the seed's metadata
+    Each document is one chunk (`Document.id` = `"path#index"`) with the original's metadata
     keys: `path`, `title`, `chunkId`, `score`, `rerank_score`, `source`, `engine`,
     `includeInContext`, `mtime`, `ctime`, `tags`, `isChunk`, `explanation`.
     """
@@ -68,7 +69,7 @@ class TieredLexicalRetriever(BaseRetriever):
     vault: Vault | None = Field(default=None, exclude=True, repr=False)
     """A `Vault` shared with other retrievers, so the vault is scanned once."""
     k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1])
-    """Results per query (the seed's maxK)."""
+    """Results per query (the original's maxK)."""
     salient_terms: list[str] = Field(default_factory=list)
     """Extra ranking terms added to every query's salient terms."""
     min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
@@ -186,7 +187,7 @@ class TieredLexicalRetriever(BaseRetriever):
         documents.sort(key=result_order)
         return documents
 
-    def _to_documents(self, results: list[NoteIdRank]) -> list[Document]:
+    def _to_documents(self, results: list[RankedChunk]) -> list[Document]:
         best = max((r.explanation.get("baseScore", r.score) for r in results), default=0.0)
         documents = []
         for result in results:

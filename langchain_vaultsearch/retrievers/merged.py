@@ -24,11 +24,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
+from langchain_vaultsearch.expansion.terms import QueryExpanderLike
 from langchain_vaultsearch.fusion import FusionMethod, FusionWeights, fuse
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
 from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, RETURN_ALL_LIMIT
-from langchain_vaultsearch.search.expansion import QueryExpanderLike
 from langchain_vaultsearch.semantic.index import VaultIndex
 
 logger = logging.getLogger(__name__)

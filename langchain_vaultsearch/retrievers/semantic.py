@@ -21,8 +21,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from langchain_vaultsearch.documents import chunk_document
+from langchain_vaultsearch.query_syntax import note_mentions
 from langchain_vaultsearch.search.core import MAX_QUERY_CHARS, MAX_RESULTS_RANGE
-from langchain_vaultsearch.search.expansion import note_mentions
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.text.chunking import note_path_from_chunk_id
 

@@ -10,13 +10,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from langchain_vaultsearch.search.fulltext import LexicalHit
+from langchain_vaultsearch.search.bm25 import LexicalHit
 from langchain_vaultsearch.vault.vault import Vault, folder_of
 
 
 @dataclass(frozen=True)
 class FolderBoostConfig:
-    """Folder boost settings (seed defaults).
+    """Folder boost settings (the original's defaults).
 
     Attributes:
         min_docs: hits from at least this many notes of one folder.

@@ -22,9 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from langchain_vaultsearch.search.boosts import apply_folder_boost, apply_graph_boost
-from langchain_vaultsearch.search.chunk_store import ChunkStore, IndexedChunk
-from langchain_vaultsearch.search.expansion import (
+from langchain_vaultsearch.expansion.terms import (
     EMPTY_EXPANSION,
     AsyncQueryExpanderLike,
     ExpandedQuery,
@@ -32,7 +30,9 @@ from langchain_vaultsearch.search.expansion import (
     extract_salient_terms,
     fallback_expansion,
 )
-from langchain_vaultsearch.search.fulltext import LexicalHit, rank_chunks
+from langchain_vaultsearch.search.bm25 import LexicalHit, rank_chunks
+from langchain_vaultsearch.search.boosts import apply_folder_boost, apply_graph_boost
+from langchain_vaultsearch.search.chunk_cache import ChunkCache, IndexedChunk
 from langchain_vaultsearch.search.index_cache import index_path, load_index, save_index
 from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
 from langchain_vaultsearch.search.recall import RecallIndex, SortedTerms, Vocabulary
@@ -68,7 +68,7 @@ EXPANSION_ONLY_CEILING = 0.5
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """Per-query options, clamped to the seed's ranges by `clamped()`.
+    """Per-query options, clamped to the original's ranges by `clamped()`.
 
     Attributes:
         max_results: results to return (1..100).
@@ -101,8 +101,8 @@ class SearchOptions:
 
 
 @dataclass
-class NoteIdRank:
-    """One ranked chunk, as in the seed contract.
+class RankedChunk:
+    """One ranked chunk, as in the original's `RankedChunk`.
 
     Attributes:
         id: chunk id `path#index`.
@@ -122,7 +122,7 @@ class NoteIdRank:
 class SearchResult:
     """Ranked chunks and the expansion that produced them."""
 
-    results: list[NoteIdRank]
+    results: list[RankedChunk]
     expansion: ExpandedQuery
 
 
@@ -134,7 +134,7 @@ class SearchCore:
         vault: Vault,
         *,
         query_expander: QueryExpanderLike | None = None,
-        chunk_store: ChunkStore | None = None,
+        chunk_cache: ChunkCache | None = None,
         persist_index: bool = True,
     ) -> None:
         """Create the pipeline.
@@ -142,7 +142,7 @@ class SearchCore:
         Args:
             vault: the notes; may be shared with other indexes and retrievers.
             query_expander: an LLM expander; without one the fallback terms are used.
-            chunk_store: a shared chunk cache; one is made when omitted.
+            chunk_cache: a shared chunk cache; one is made when omitted.
             persist_index: keep the recall index in `<vault>/.vaultsearch/` so a new
                 process starts from it instead of re-reading every note. Only vaults of
                 at least `PERSIST_MIN_NOTES` notes are saved; smaller ones index in
@@ -150,7 +150,7 @@ class SearchCore:
         """
         self.vault = vault
         self.query_expander = query_expander
-        self.chunks = chunk_store or ChunkStore(vault)
+        self.chunks = chunk_cache or ChunkCache(vault)
         self.recall = RecallIndex()
         self.persist_index = persist_index
         self.feed = ChangeFeed(vault)
@@ -377,13 +377,13 @@ class SearchCore:
             return SearchResult([], expansion)
         return SearchResult(
             [
-                NoteIdRank(f"{path}#0", 1.0 / (rank + 1), "grep")
+                RankedChunk(f"{path}#0", 1.0 / (rank + 1), "grep")
                 for rank, (path, _score) in enumerate(hits)
             ],
             expansion,
         )
 
-    def _rank(self, query: str, expansion: ExpandedQuery, opts: SearchOptions) -> list[NoteIdRank]:
+    def _rank(self, query: str, expansion: ExpandedQuery, opts: SearchOptions) -> list[RankedChunk]:
         """Two tiers: notes recalled by the query itself, then notes only the expansion found.
 
         Tier one is exactly the search the salient terms make on their own: recalled with
@@ -416,7 +416,7 @@ class SearchCore:
         for (hit, explanation), final in zip(scored, normalised, strict=True):
             explanation["baseScore"] = hit.score
             explanation["finalScore"] = final
-            ranked.append(NoteIdRank(hit.id, final, "fulltext", explanation))
+            ranked.append(RankedChunk(hit.id, final, "fulltext", explanation))
         ranked.sort(key=lambda r: r.score, reverse=True)
         return select_diverse_top_k(
             ranked,

@@ -1,8 +1,8 @@
 """Recall: which notes are worth ranking at all.
 
 The original greps note text for each recall term and keeps the first 200 hits in vault
-order, so a common term fills the slots before relevant notes are reached. DESIGN
-decision 2 asks for the whole vault to be considered and candidates ranked by how many
+order, so a common term fills the slots before relevant notes are reached. Here the whole
+vault is considered (docs/design.md, decision 2) and candidates ranked by how many
 distinct recall terms they match, path hits first. A literal substring scan of a 33 MB
 vault costs 20-55 ms per term in Python (measured; see the README), so the scan is done
 once: `RecallIndex` keeps postings of every note's index terms, updated from the vault's

@@ -27,7 +27,7 @@ def normalize_scores(
 
     Args:
         scores: raw scores.
-        method: `minmax` (the seed's default: best 0.98, worst 0.02), `zscore-tanh`
+        method: `minmax` (the original's default: best 0.98, worst 0.02), `zscore-tanh`
             (robust to one outlier), or `percentile` (rank-based, evenly spaced).
         clip: output range.
 

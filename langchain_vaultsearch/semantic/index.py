@@ -37,7 +37,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from langchain_vaultsearch.search.chunk_store import ChunkStore, read_chunks
+from langchain_vaultsearch.search.chunk_cache import ChunkCache, read_chunks
 from langchain_vaultsearch.semantic.cached_embeddings import CachedEmbeddings
 from langchain_vaultsearch.semantic.embeddings import load_embeddings, require_extra
 from langchain_vaultsearch.semantic.records import IndexRecords, text_hash
@@ -296,7 +296,7 @@ class VaultIndex:
         else:
             self.store = vectorstore(self.cached_embeddings)
         self.feed = ChangeFeed(vault, with_text=False)
-        self.chunks = ChunkStore(vault, budget_bytes=_CHUNK_CACHE_BYTES)
+        self.chunks = ChunkCache(vault, budget_bytes=_CHUNK_CACHE_BYTES)
         self._write_lock = threading.Lock()
         self._background: threading.Thread | None = None
         if rebuild:

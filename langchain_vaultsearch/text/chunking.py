@@ -43,7 +43,7 @@ MARKDOWN_SEPARATORS: tuple[str, ...] = (
 
 # The characters JS `trimDoc` removes from merged pieces. It deliberately keeps
 # '\n', '\r' and '\t', so a piece may begin or end with a line break. This is the
-# LangChain-JS source the reference describes; the released npm packages (0.1.0 to
+# LangChain-JS source the original was built from; the released npm packages (0.1.0 to
 # 1.0.2) still call `trim()`, which also drops those. Cut points are the same either
 # way (sizes are measured before trimming), but piece edges differ, and a piece of only
 # line breaks or tabs survives here (coalescing usually absorbs it) where `trim()` drops it.

@@ -1,7 +1,7 @@
 """`tokenize_mixed`: one tokenizer for indexing and querying, across scripts.
 
 The original tokenizer kept only `[a-z0-9_]` runs, so `café` became `caf` and Cyrillic,
-Greek or Arabic notes produced no tokens at all (DESIGN decision 1). Here a word is any
+Greek or Arabic notes produced no tokens at all (docs/design.md, decision 1). Here a word is any
 run of Unicode word characters; CJK runs, which have no spaces between words, become
 overlapping bigrams; tags stay whole and also yield their hierarchy so `#project` finds
 notes tagged `#project/alpha`.
@@ -14,6 +14,8 @@ import itertools
 import re
 import sys
 import unicodedata
+
+from langchain_vaultsearch.text.markdown_syntax import TAG_PATTERN, WORD_CHARS
 
 # Han (with Extension A, B+ and compatibility ideographs), kana, Hangul, and the Southeast
 # Asian scripts Thai, Lao, Khmer and Myanmar: scripts written without spaces between words,
@@ -41,33 +43,10 @@ CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
 _CJK_SPLIT = re.compile(f"([{_CJK_CHARS}]+)")
 
 
-# `\w` does not match combining marks (category M*): without them "हिन्दी" would split
-# after each consonant and Arabic words with vowel marks would fall apart.
-def _mark_ranges() -> str:
-    """Combining marks as regex ranges: compact, so matching stays fast."""
-    ranges: list[str] = []
-    start = previous = -2
-    for code in range(0x0300, 0xFE30):
-        if not unicodedata.category(chr(code)).startswith("M"):
-            continue
-        if code != previous + 1:
-            if start >= 0:
-                ranges.append(f"{chr(start)}-{chr(previous)}")
-            start = code
-        previous = code
-    ranges.append(f"{chr(start)}-{chr(previous)}")
-    return "".join(ranges)
-
-
-COMBINING_MARKS = _mark_ranges()
-_W = rf"\w{COMBINING_MARKS}"
+_W = WORD_CHARS
 _WORD = re.compile(f"[{_W}]+")
 # Word runs that may be joined by '.', '-' or an apostrophe ("next.js", "e-mail").
 _JOINED_RUN = re.compile(f"[{_W}.'’\\-]+")
-# A tag is '#' + word characters, '-' and '/', not glued to a preceding word ("C#", "issue#3"),
-# and not made of digits alone ("#123" is an issue number, "#1990s" is a tag). The literal '#'
-# comes first so the regex engine can skip ahead to candidates.
-_TAG = re.compile(f"#(?<![{_W}#&]#)(?![\\d/\\-]*(?![{_W}/\\-]))[{_W}/\\-]+")
 # For ASCII text, str.translate + split finds the same runs as _JOINED_RUN at C speed; most
 # notes are ASCII and tokenizing them is the bulk of indexing a vault.
 _ASCII_SEPARATORS = str.maketrans(
@@ -95,9 +74,9 @@ def tokenize_mixed(text: str) -> list[str]:
     tokens: dict[str, None] = {}
     remainder = lowered
     if "#" in lowered:
-        for match in _TAG.finditer(lowered):
+        for match in TAG_PATTERN.finditer(lowered):
             _add_tag_terms(match.group(0).rstrip("/-"), tokens)
-        remainder = _TAG.sub(" ", lowered)
+        remainder = TAG_PATTERN.sub(" ", lowered)
     if remainder.isascii():
         runs = dict.fromkeys(remainder.translate(_ASCII_SEPARATORS).split())
     else:

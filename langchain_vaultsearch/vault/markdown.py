@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 import yaml
 
-from langchain_vaultsearch.text.tokenize import COMBINING_MARKS
+from langchain_vaultsearch.text.markdown_syntax import TAG_PATTERN
 
 
 @dataclass(frozen=True)
@@ -76,21 +76,6 @@ class ParsedNote:
     property_values: tuple[str, ...] = ()
 
 
-# `\w` does not match combining marks (category M*), so without them '#हिन्दी' would stop
-# after its first letter and a decomposed (NFD) '#café' after 'cafe'.
-
-TAG_PATTERN: re.Pattern[str] = re.compile(
-    rf"#(?<![\w{COMBINING_MARKS}#&/\\]#)[\w{COMBINING_MARKS}/-]+"
-)
-r"""An Obsidian tag: `#` plus letters, digits, `_`, `-` or `/`, not glued to a word.
-
-The look-behind keeps `C#`, `issue#123`, `page#anchor`, `&#39;`, `\#escaped` and the second
-`#` of `##x` from counting. It sits after the `#` so that the regex engine can jump from one
-`#` to the next instead of trying every position. Callers still have to strip a trailing
-`/` and reject names made only of digits, `/` and `-` (see `extract_inline_tags`).
-"""
-
-_NOT_A_TAG_NAME = re.compile(r"[\d/-]*")
 _BOM = "\ufeff"
 _FRONTMATTER_OPEN = re.compile(f"{_BOM}?---\r?\n")
 _FRONTMATTER_CLOSE = re.compile(r"^(?:---|\.\.\.)\r?(?:\n|\Z)", re.MULTILINE)
@@ -498,9 +483,7 @@ def _tag_text(code_masked: str, link_matches: Iterable[re.Match[str]]) -> str:
 
 def _tags(text: str) -> Iterator[str]:
     for match in TAG_PATTERN.finditer(text):
-        tag = match.group().rstrip("/")
-        if not _NOT_A_TAG_NAME.fullmatch(tag, 1):
-            yield tag
+        yield match.group().rstrip("/")
 
 
 def _dedupe(items: Iterable[str]) -> list[str]:

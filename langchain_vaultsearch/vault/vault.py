@@ -3,7 +3,7 @@
 A long-lived retriever must see notes that were added, edited, renamed or deleted since
 its last query without being rebuilt, and must not re-read 6,000 unchanged notes to do
 so. `Vault.refresh` therefore walks the folder tree, compares each note's mtime and size
-with what it saw last time, and reads only what changed (DESIGN decision 3). On Linux it
+with what it saw last time, and reads only what changed (docs/design.md, decision 3). On Linux it
 also watches the folders it walked (`watcher.FolderWatcher`), so that a refresh stats only
 what the kernel reported as changed, and nothing at all when the vault is unchanged.
 Everything else in the package works on the `NoteInfo` records and the change sets it
@@ -683,7 +683,7 @@ class Vault:
 
         Exact vault paths win (with or without `.md`), then file names compared
         case-insensitively, then frontmatter aliases. An ambiguous name picks the
-        shortest path and says so in the log (DESIGN decision 4).
+        shortest path and says so in the log (docs/design.md, decision 4).
 
         Args:
             name: the link target, heading and alias already stripped.

@@ -20,7 +20,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from langchain_vaultsearch.search.expansion import (
+from langchain_vaultsearch.expansion.terms import (
     CJK_STOP_CHARS,
     CJK_STOP_WORDS,
     STOP_WORDS,
@@ -28,7 +28,8 @@ from langchain_vaultsearch.search.expansion import (
     extract_salient_terms,
     strip_tags,
 )
-from langchain_vaultsearch.text.tokenize import COMBINING_MARKS, fold_accents
+from langchain_vaultsearch.text.markdown_syntax import COMBINING_MARKS
+from langchain_vaultsearch.text.tokenize import fold_accents
 from langchain_vaultsearch.vault.markdown import extract_tags_from_query
 
 MAX_VARIANTS_RANGE = (0, 10)

@@ -49,7 +49,7 @@ class IndexedChunk:
     terms: dict[str, frozenset[str] | tuple[str, ...]]
 
 
-class ChunkStore:
+class ChunkCache:
     """Chunks per note, built on demand and cached within a byte budget."""
 
     def __init__(

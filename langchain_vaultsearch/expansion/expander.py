@@ -27,16 +27,16 @@ from typing import TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
-from langchain_vaultsearch.search.expansion import (
+from langchain_vaultsearch.expansion.prompt import (
+    MAX_VARIANTS_RANGE,
+    build_expansion_prompt,
+    parse_expansion_response,
+)
+from langchain_vaultsearch.expansion.terms import (
     EMPTY_EXPANSION,
     MIN_TERM_LENGTH,
     ExpandedQuery,
     fallback_expansion,
-)
-from langchain_vaultsearch.search.expansion_prompt import (
-    MAX_VARIANTS_RANGE,
-    build_expansion_prompt,
-    parse_expansion_response,
 )
 
 logger = logging.getLogger(__name__)
@@ -94,8 +94,8 @@ class QueryExpander:
 
         Args:
             llm: the chat model; None always uses the no-LLM expansion.
-            max_variants: alternative phrasings kept per query (0..10; seed 3).
-            timeout_s: seconds to wait for the model (seed 4 s); `expand` returns by then
+            max_variants: alternative phrasings kept per query (0..10; the original keeps 3).
+            timeout_s: seconds to wait for the model (the original's 4 s); `expand` returns by then
                 even if the model never answers.
             cache_size: queries remembered (0 turns the cache off).
             min_term_length: shortest salient or related term kept (at least 1).

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from langchain_vaultsearch.search.chunk_store import FIELDS, IndexedChunk
+from langchain_vaultsearch.search.chunk_cache import FIELDS, IndexedChunk
 from langchain_vaultsearch.search.recall import Vocabulary
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
 
@@ -42,7 +42,7 @@ class LexicalHit:
         indexed: the chunk and its terms.
         score: BM25+ sum over fields and terms, times the number of query terms matched.
         matches: `{"field", "query", "weight"}` per matched (field, index term): the
-            `lexicalMatches` explanation of the seed contract.
+            `lexicalMatches` explanation of the metadata contract (`documents.py`).
     """
 
     indexed: IndexedChunk
@@ -97,7 +97,7 @@ def rank_chunks(
     Args:
         chunks: the candidates' chunks.
         ranking_terms: the salient terms (or the original query); expanded variants never
-            reach ranking (seed 001: recall and ranking stay separate).
+            reach ranking (recall and ranking stay separate).
         vocabulary: the vault's terms, for prefix matching.
         limit: how many hits to return.
 

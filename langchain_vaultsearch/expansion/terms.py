@@ -14,14 +14,18 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from langchain_vaultsearch.text.markdown_syntax import (
+    TAG_PATTERN,
+    WIKILINK_PATTERN,
+)
 from langchain_vaultsearch.text.tokenize import CJK_RUN, contains_cjk
-from langchain_vaultsearch.vault.markdown import TAG_PATTERN, extract_tags_from_query
+from langchain_vaultsearch.vault.markdown import extract_tags_from_query
 
 ExpansionSource = Literal["fallback", "llm", "pre-expanded", "empty"]
 
 MIN_TERM_LENGTH = 2
 
-# English function words, question words and the search verbs seed 003 names, plus the
+# English function words, question words and search verbs ("find", "show"), plus the
 # commonest ones of a few other languages users write queries in.
 STOP_WORDS = frozenset(
     """
@@ -56,7 +60,6 @@ CJK_STOP_CHARS = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_](?:[\w.'’\-]*[^\W_])?")
-_MENTION = re.compile(r"!?\[\[([^\[\]]+)\]\]")
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,9 @@ def extract_salient_terms(query: str, min_length: int = MIN_TERM_LENGTH) -> list
         Distinct terms in query order.
     """
     tags = extract_tags_from_query(query)
-    text = _MENTION.sub(lambda m: " " + m.group(1).replace("|", " ").replace("#", " ") + " ", query)
+    text = WIKILINK_PATTERN.sub(
+        lambda m: " " + m.group(1).replace("|", " ").replace("#", " ") + " ", query
+    )
     text = strip_tags(text, tags)
     terms: list[str] = []
     for match in _WORD.finditer(text.lower()):
@@ -204,13 +209,3 @@ def fallback_expansion(query: str, min_length: int = MIN_TERM_LENGTH) -> Expande
         salient_terms=tuple(extract_salient_terms(cleaned, min_length)),
         source="fallback",
     )
-
-
-def note_mentions(query: str) -> list[str]:
-    """Names of the notes a query mentions as `[[Note#Heading|alias]]`, without heading or alias."""
-    names = []
-    for match in _MENTION.finditer(query):
-        name = match.group(1).split("|", 1)[0].split("#", 1)[0].strip()
-        if name:
-            names.append(name)
-    return list(dict.fromkeys(names))
