@@ -280,11 +280,12 @@ def _build_ours(retriever: str, vault: Path, *, scan_only: bool) -> BaseRetrieve
     """
     if not scan_only:
         return load_retriever_class(retriever)(vault_path=str(vault), k=OURS_K)
-    from langchain_vaultsearch.search import core
+    from langchain_vaultsearch.search.lexical_index import IndexPolicy
 
-    core.BACKGROUND_BUILD_NOTES = 1
-    core.SearchCore._start_build = lambda self: None  # type: ignore[method-assign]
-    return load_retriever_class(retriever)(vault_path=str(vault), k=OURS_K, persist_index=False)
+    scanning = IndexPolicy(persist=False, background_build_notes=1, build_in_background=False)
+    return load_retriever_class(retriever)(
+        vault_path=str(vault), k=OURS_K, persist_index=False, index_policy=scanning
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -209,16 +209,16 @@ class VaultSearch:
             on_progress: progress of the vector refresh.
         """
         start = time.perf_counter()
-        core = self.lexical.core
-        core.wait_for_index()
-        saved = core.save()
+        index = self.lexical.core.index
+        index.wait_for_index()
+        saved = index.save()
         lexical_seconds = time.perf_counter() - start
         report = None
         start = time.perf_counter()
         if semantic and self.semantic_index is not None:
             report = self.semantic_index.refresh(on_progress=on_progress)
         return IndexSummary(
-            notes=core.recall.size,
+            notes=index.recall.size,
             lexical_seconds=lexical_seconds,
             saved_to=saved,
             semantic=report,
@@ -231,7 +231,7 @@ class VaultSearch:
         status: dict[str, Any] = {
             "vault": str(self.vault.root),
             "notes": sum(1 for info in self.vault.notes.values() if info.searchable),
-            "lexical_index_ready": self.lexical.core.index_ready,
+            "lexical_index_ready": self.lexical.index_ready,
             "semantic": None,
         }
         index = self.semantic_index

@@ -16,7 +16,7 @@ from langchain_core.outputs import ChatResult
 
 from langchain_vaultsearch import TieredLexicalRetriever, Vault, cli, create_vault_context_chain
 from langchain_vaultsearch.cli import main
-from langchain_vaultsearch.search import core as core_module
+from langchain_vaultsearch.search import lexical_index as lexical_index_module
 from tests.conftest import write_vault
 from tests.fake_models import PIANO_REPLY, ScriptedChatModel
 
@@ -328,15 +328,15 @@ def test_index_saves_an_index_the_next_search_starts_from(
     assert str(saved) in out
     vault = Vault(vault_dir, watch=False)
     retriever = TieredLexicalRetriever(vault=vault)
-    retriever.core.sync()
+    retriever.core.index.sync()
     assert vault.version == 1  # adopted from the saved index, nothing read since
-    assert retriever.core.recall.size == len(vault.notes) > 0
+    assert retriever.core.index.recall.size == len(vault.notes) > 0
 
 
 def test_index_of_an_unwritable_vault_exits_1(
     vault_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(core_module, "save_index", lambda *args, **kwargs: False)
+    monkeypatch.setattr(lexical_index_module, "save_index", lambda *args, **kwargs: False)
     assert main(["index", "--vault", str(vault_dir)]) == 1
     assert "could not save the index" in capsys.readouterr().err
 

@@ -7,6 +7,7 @@ import json
 import logging
 import zipfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from langchain_vaultsearch.search import core as core_module
 from langchain_vaultsearch.search.core import SearchCore
 from langchain_vaultsearch.search.index_cache import HEADER, index_path, load_index
+from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from langchain_vaultsearch.vault import vault as vault_module
 from langchain_vaultsearch.vault.markdown import Heading, Link, ParsedNote, parse_note
 from langchain_vaultsearch.vault.note_records import (
@@ -43,11 +44,8 @@ def notes(count: int) -> dict[str, str | bytes]:
     return written
 
 
-@pytest.fixture
-def small_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Save even small test vaults, after any number of newly read notes."""
-    monkeypatch.setattr(core_module, "PERSIST_MIN_NOTES", 10)
-    monkeypatch.setattr(core_module, "SAVE_AFTER_NOTES", 1)
+SMALL = IndexPolicy(persist_min_notes=10, save_after_notes=1)
+"""Save even small test vaults, after any number of newly read notes."""
 
 
 @pytest.fixture
@@ -88,14 +86,14 @@ def results(core: SearchCore) -> list[list[tuple[str, float]]]:
 
 
 def test_restart_reads_no_unchanged_note_and_ranks_the_same(
-    tmp_path: Path, small_thresholds: None, count_reads: Callable[[], int]
+    tmp_path: Path, count_reads: Callable[[], int]
 ) -> None:
     root = write_vault(tmp_path / "vault", notes(40))
-    first = SearchCore(Vault(root))
+    first = SearchCore(Vault(root), policy=SMALL)
     expected = results(first)
     assert index_path(first.vault).is_file()
     reads_before = count_reads()
-    second = SearchCore(Vault(root))
+    second = SearchCore(Vault(root), policy=SMALL)
     assert results(second) == expected
     assert count_reads() == reads_before
     assert second.vault.backlinks("Folder1/Note 001.md") == {"Folder0/Note 000.md"}
@@ -105,17 +103,16 @@ def test_restart_reads_no_unchanged_note_and_ranks_the_same(
 
 def test_restart_sees_edits_additions_and_deletions(
     tmp_path: Path,
-    small_thresholds: None,
     count_reads: Callable[[], int],
     touch: Callable[[Path, str, int], None],
 ) -> None:
     root = write_vault(tmp_path / "vault", notes(30))
-    SearchCore(Vault(root)).retrieve("walrus")
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     touch(root / "Kraken.md", "Now about the narwhal instead.\n", 10)
     (root / "Folder1/Note 001.md").unlink()
     write_vault(root, {"New/Okapi.md": "An okapi appears.\n"})
     reads_before = count_reads()
-    core = SearchCore(Vault(root))
+    core = SearchCore(Vault(root), policy=SMALL)
     assert [r.id for r in core.retrieve("narwhal").results] == ["Kraken.md#0"]
     assert core.retrieve("migration").results == []
     assert [r.id for r in core.retrieve("okapi").results] == ["New/Okapi.md#0"]
@@ -124,25 +121,25 @@ def test_restart_sees_edits_additions_and_deletions(
 
 
 def test_damaged_or_foreign_index_is_ignored_with_a_warning(
-    tmp_path: Path, small_thresholds: None, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = write_vault(tmp_path / "vault", notes(20))
-    expected = results(SearchCore(Vault(root), persist_index=False))
+    expected = results(SearchCore(Vault(root), policy=replace(SMALL, persist=False)))
     path = index_path(Vault(root))
     path.parent.mkdir()
     path.write_bytes(b"PK\x03\x04 this is not a zip file")
     with caplog.at_level(logging.WARNING):
-        assert results(SearchCore(Vault(root))) == expected
+        assert results(SearchCore(Vault(root), policy=SMALL)) == expected
     assert "Ignoring the saved search index" in caplog.text
     # The search saved a good index over the damaged one.
     assert load_index(Vault(root)) is not None
 
 
 def test_index_holding_pickled_objects_is_refused(
-    tmp_path: Path, small_thresholds: None, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = write_vault(tmp_path / "vault", notes(20))
-    SearchCore(Vault(root)).retrieve("walrus")
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     path = index_path(Vault(root))
     rewrite_index(path, terms=np.array([object()], dtype=object))
     with caplog.at_level(logging.WARNING):
@@ -150,9 +147,9 @@ def test_index_holding_pickled_objects_is_refused(
     assert "Ignoring the saved search index" in caplog.text
 
 
-def test_inconsistent_arrays_are_refused(tmp_path: Path, small_thresholds: None) -> None:
+def test_inconsistent_arrays_are_refused(tmp_path: Path) -> None:
     root = write_vault(tmp_path / "vault", notes(20))
-    SearchCore(Vault(root)).retrieve("walrus")
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     path = index_path(Vault(root))
     rewrite_index(path, body_notes=saved_arrays(path)["body_notes"] + 10_000)
     vault = Vault(root)
@@ -160,11 +157,9 @@ def test_inconsistent_arrays_are_refused(tmp_path: Path, small_thresholds: None)
     assert vault.notes == {}  # nothing adopted from a refused file
 
 
-def test_saved_index_holds_sorted_terms_and_postings_rows(
-    tmp_path: Path, small_thresholds: None
-) -> None:
+def test_saved_index_holds_sorted_terms_and_postings_rows(tmp_path: Path) -> None:
     root = write_vault(tmp_path / "vault", notes(20))
-    SearchCore(Vault(root)).retrieve("walrus")
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     path = index_path(Vault(root))
     with zipfile.ZipFile(path) as archive:
         header = json.loads(archive.read(HEADER))
@@ -212,12 +207,11 @@ def test_saved_index_holds_sorted_terms_and_postings_rows(
 )
 def test_damaged_arrays_are_refused_before_anything_is_adopted(
     tmp_path: Path,
-    small_thresholds: None,
     caplog: pytest.LogCaptureFixture,
     damage: dict[str, Callable[[npt.NDArray[Any]], npt.NDArray[Any]]],
 ) -> None:
     root = write_vault(tmp_path / "vault", notes(20))
-    expected = results(SearchCore(Vault(root)))
+    expected = results(SearchCore(Vault(root), policy=SMALL))
     path = index_path(Vault(root))
     arrays = saved_arrays(path)
     rewrite_index(path, **{name: change(arrays[name]) for name, change in damage.items()})
@@ -226,14 +220,14 @@ def test_damaged_arrays_are_refused_before_anything_is_adopted(
         assert load_index(vault) is None
     assert "Ignoring the saved search index" in caplog.text
     assert vault.notes == {}
-    assert results(SearchCore(Vault(root))) == expected
+    assert results(SearchCore(Vault(root), policy=SMALL)) == expected
 
 
 def test_header_that_is_not_a_json_object_is_refused(
-    tmp_path: Path, small_thresholds: None, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = write_vault(tmp_path / "vault", notes(20))
-    SearchCore(Vault(root)).retrieve("walrus")
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     path = index_path(Vault(root))
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
@@ -247,7 +241,7 @@ def test_header_that_is_not_a_json_object_is_refused(
 
 
 def test_index_in_the_earlier_layout_is_ignored_quietly(
-    tmp_path: Path, small_thresholds: None, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Before the compact layout the header was a uint8 array member, "header.npy".
     root = write_vault(tmp_path / "vault", notes(20))
@@ -263,18 +257,18 @@ def test_index_in_the_earlier_layout_is_ignored_quietly(
 
 
 def test_index_from_another_code_version_is_ignored(
-    tmp_path: Path, small_thresholds: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = write_vault(tmp_path / "vault", notes(20))
-    SearchCore(Vault(root)).retrieve("walrus")
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     monkeypatch.setattr("langchain_vaultsearch.search.index_cache.format_key", lambda: "other")
     assert load_index(Vault(root)) is None
 
 
-def test_unwritable_cache_folder_is_not_an_error(tmp_path: Path, small_thresholds: None) -> None:
+def test_unwritable_cache_folder_is_not_an_error(tmp_path: Path) -> None:
     root = write_vault(tmp_path / "vault", notes(20))
     (root / ".vaultsearch").write_text("a file where the folder would go")
-    core = SearchCore(Vault(root))
+    core = SearchCore(Vault(root), policy=SMALL)
     assert core.retrieve("walrus").results
 
 
@@ -284,21 +278,21 @@ def test_small_vaults_and_opted_out_cores_save_nothing(tmp_path: Path) -> None:
     assert not (root / ".vaultsearch").exists()
 
 
-def test_opted_out_core_saves_nothing(tmp_path: Path, small_thresholds: None) -> None:
+def test_opted_out_core_saves_nothing(tmp_path: Path) -> None:
     root = write_vault(tmp_path / "vault", notes(20))
-    SearchCore(Vault(root), persist_index=False).retrieve("walrus")
+    SearchCore(Vault(root), policy=replace(SMALL, persist=False)).retrieve("walrus")
     assert not (root / ".vaultsearch").exists()
 
 
 def test_note_with_frontmatter_json_cannot_carry_is_read_again(
-    tmp_path: Path, small_thresholds: None, count_reads: Callable[[], int]
+    tmp_path: Path, count_reads: Callable[[], int]
 ) -> None:
     written = notes(20)
     written["Binary.md"] = "---\nblob: !!binary aGVsbG8=\n---\nThe quokka note.\n"
     root = write_vault(tmp_path / "vault", written)
-    SearchCore(Vault(root)).retrieve("walrus")
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     reads_before = count_reads()
-    core = SearchCore(Vault(root))
+    core = SearchCore(Vault(root), policy=SMALL)
     assert [r.id for r in core.retrieve("quokka").results] == ["Binary.md#0"]
     assert count_reads() - reads_before == 1
     assert core.vault.notes["Binary.md"].parsed.frontmatter["blob"] == b"hello"
@@ -354,3 +348,8 @@ def test_malformed_record_is_a_value_error(damage: dict[str, object]) -> None:
         record.pop("path")
     with pytest.raises(ValueError, match="malformed note record"):
         parse_record(record)
+
+
+def test_index_policy_refuses_negative_counts() -> None:
+    with pytest.raises(ValueError, match="must not be negative"):
+        IndexPolicy(save_after_notes=-1)

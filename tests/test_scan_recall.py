@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from langchain_vaultsearch import TieredLexicalRetriever
-from langchain_vaultsearch.search import core as core_module
+from langchain_vaultsearch.search import lexical_index as lexical_index_module
 from langchain_vaultsearch.search.chunk_cache import ChunkCache
-from langchain_vaultsearch.search.core import SearchCore
 from langchain_vaultsearch.search.index_cache import index_path, save_index
 from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
+from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.vault.vault import Vault
@@ -40,15 +40,7 @@ def scan_vault(tmp_path: Path) -> Vault:
 
 
 @pytest.fixture
-def background(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make even a small test vault take the scan-then-build path."""
-    monkeypatch.setattr(core_module, "BACKGROUND_BUILD_NOTES", 1)
-
-
-@pytest.fixture
-def held_build(
-    background: None, monkeypatch: pytest.MonkeyPatch
-) -> tuple[threading.Event, threading.Event]:
+def held_build(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
     """Build in the background, held after the child wrote the index.
 
     Returns:
@@ -62,8 +54,15 @@ def held_build(
         release.wait(30)
         return written
 
-    monkeypatch.setattr(core_module, "build_index_file", held)
+    monkeypatch.setattr(lexical_index_module, "build_index_file", held)
     return built, release
+
+
+BACKGROUND = IndexPolicy(background_build_notes=1)
+"""Even a small test vault takes the scan-then-build path."""
+BACKGROUND_SAVED = IndexPolicy(background_build_notes=1, persist_min_notes=1)
+SCAN_ONLY = IndexPolicy(background_build_notes=1, build_in_background=False)
+"""Searches scan and nothing builds the index."""
 
 
 def paths(found: list[tuple[str, float]]) -> list[str]:
@@ -148,29 +147,28 @@ def test_list_files_and_peek_read_nothing_into_the_records(tmp_path: Path) -> No
     assert vault.version == 0
 
 
-def test_first_search_scans_then_the_background_index_takes_over(
-    vault_dir: Path, background: None
-) -> None:
-    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+def test_first_search_scans_then_the_background_index_takes_over(vault_dir: Path) -> None:
+    retriever = TieredLexicalRetriever(
+        index_policy=BACKGROUND, vault_path=str(vault_dir), persist_index=False
+    )
     scanned = retriever.invoke("OAuth deployment")
-    assert not retriever.core.index_ready or retriever.core.recall.size > 0
+    assert not retriever.index_ready or retriever.core.index.recall.size > 0
     assert scanned
     assert scanned[0].metadata["path"].startswith("Projects/Alpha/")
     assert retriever.wait_for_index(timeout=30)
-    assert retriever.core.index_ready
-    assert retriever.core.recall.size == len(retriever.core.vault.notes)
+    assert retriever.index_ready
+    assert retriever.core.index.recall.size == len(retriever.core.vault.notes)
     indexed = retriever.invoke("OAuth deployment")
     assert {d.metadata["path"] for d in indexed[:2]} == {d.metadata["path"] for d in scanned[:2]}
     assert any("graphConnections" in d.metadata["explanation"] for d in indexed)
 
 
-def test_scanning_search_has_no_graph_boost_and_full_metadata(
-    vault_dir: Path, background: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(SearchCore, "_start_build", lambda self: None)
-    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+def test_scanning_search_has_no_graph_boost_and_full_metadata(vault_dir: Path) -> None:
+    retriever = TieredLexicalRetriever(
+        index_policy=SCAN_ONLY, vault_path=str(vault_dir), persist_index=False
+    )
     docs = retriever.invoke("OAuth deployment")
-    assert not retriever.core.index_ready
+    assert not retriever.index_ready
     assert docs
     assert all("graphConnections" not in d.metadata["explanation"] for d in docs)
     deployment = next(d for d in docs if d.metadata["path"] == "Projects/Alpha/Deployment.md")
@@ -180,8 +178,10 @@ def test_scanning_search_has_no_graph_boost_and_full_metadata(
     assert retriever.core.vault.notes == {}
 
 
-async def test_async_search_scans_too(vault_dir: Path, background: None) -> None:
-    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+async def test_async_search_scans_too(vault_dir: Path) -> None:
+    retriever = TieredLexicalRetriever(
+        index_policy=BACKGROUND, vault_path=str(vault_dir), persist_index=False
+    )
     docs = await retriever.ainvoke("zeppelin")
     assert [d.metadata["path"] for d in docs] == ["Crlf.md"]
     assert retriever.wait_for_index(timeout=30)
@@ -193,13 +193,15 @@ def test_edits_made_while_the_index_builds_are_found(
     touch: Callable[[Path, str, int], None],
 ) -> None:
     built, release = held_build
-    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+    retriever = TieredLexicalRetriever(
+        index_policy=BACKGROUND, vault_path=str(vault_dir), persist_index=False
+    )
     assert retriever.invoke("zeppelin")
     assert built.wait(30)  # the child has read the vault and written its index
     touch(vault_dir / "Crlf.md", "# Windows note\n\nNow about a dirigible.\n", 10)
     (vault_dir / "Fresh.md").write_text("A note about quokkas.\n", encoding="utf-8")
     assert [d.metadata["path"] for d in retriever.invoke("quokkas")] == ["Fresh.md"]
-    assert not retriever.core.index_ready
+    assert not retriever.index_ready
     release.set()
     assert retriever.wait_for_index(timeout=30)
     assert [d.metadata["path"] for d in retriever.invoke("quokkas")] == ["Fresh.md"]
@@ -216,7 +218,7 @@ def test_index_is_taken_over_when_another_reader_refreshed_the_shared_vault(
 ) -> None:
     built, release = held_build
     vault = Vault(vault_dir)
-    retriever = TieredLexicalRetriever(vault=vault, persist_index=False)
+    retriever = TieredLexicalRetriever(index_policy=BACKGROUND, vault=vault, persist_index=False)
     assert retriever.invoke("zeppelin")
     assert built.wait(30)
     touch(vault_dir / "Crlf.md", "# Windows note\n\nNow about a dirigible.\n", 10)
@@ -236,19 +238,21 @@ def test_index_is_taken_over_when_another_reader_refreshed_the_shared_vault(
     assert read_again == ["Crlf.md"]  # the index was current for every other note
     assert [d.metadata["path"] for d in retriever.invoke("dirigible")] == ["Crlf.md"]
     assert retriever.invoke("zeppelin") == []
-    assert retriever.core.recall.size == len(vault.notes)
+    assert retriever.core.index.recall.size == len(vault.notes)
 
 
 def test_unsaved_index_leaves_no_file_behind(
-    vault_dir: Path, tmp_path: Path, background: None, monkeypatch: pytest.MonkeyPatch
+    vault_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     monkeypatch.setenv("TMPDIR", str(temporary))  # where the child writes its index
-    retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
+    retriever = TieredLexicalRetriever(
+        index_policy=BACKGROUND, vault_path=str(vault_dir), persist_index=False
+    )
     assert retriever.invoke("zeppelin")
     assert retriever.wait_for_index(timeout=30)
-    assert retriever.core.recall.size == len(retriever.core.vault.notes) > 0
+    assert retriever.core.index.recall.size == len(retriever.core.vault.notes) > 0
     assert list(temporary.iterdir()) == []
     assert not (vault_dir / ".vaultsearch").exists()
 
@@ -282,17 +286,14 @@ def test_index_process_failure_is_reported_with_its_cause(tmp_path: Path) -> Non
         build_index_file(vault, None)
 
 
-def test_background_index_is_saved_for_the_next_process(
-    vault_dir: Path, background: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(core_module, "PERSIST_MIN_NOTES", 1)
-    first = TieredLexicalRetriever(vault_path=str(vault_dir))
+def test_background_index_is_saved_for_the_next_process(vault_dir: Path) -> None:
+    first = TieredLexicalRetriever(index_policy=BACKGROUND_SAVED, vault_path=str(vault_dir))
     expected = first.invoke("OAuth deployment")
     assert first.wait_for_index(timeout=30)
     assert index_path(first.core.vault).is_file()
-    second = TieredLexicalRetriever(vault_path=str(vault_dir))
+    second = TieredLexicalRetriever(index_policy=BACKGROUND_SAVED, vault_path=str(vault_dir))
     restored = second.invoke("OAuth deployment")
-    assert second.core.index_ready  # restored: no scan
+    assert second.index_ready  # restored: no scan
     assert restored[0].metadata["path"] == expected[0].metadata["path"]
 
 
@@ -310,33 +311,32 @@ def test_index_is_not_saved_when_the_vault_moved_on(vault_dir: Path) -> None:
 
 def test_failed_background_build_falls_back_to_indexing_in_the_foreground(
     vault_dir: Path,
-    background: None,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     def failing(vault: Vault, target: Path | None) -> Path:
         raise IndexBuildError("simulated")
 
-    monkeypatch.setattr(core_module, "build_index_file", failing)
-    retriever = TieredLexicalRetriever(vault_path=str(vault_dir))
+    monkeypatch.setattr(lexical_index_module, "build_index_file", failing)
+    retriever = TieredLexicalRetriever(index_policy=BACKGROUND, vault_path=str(vault_dir))
     with caplog.at_level(logging.WARNING):
         assert retriever.invoke("zeppelin")
         assert retriever.wait_for_index(timeout=30)
-    assert retriever.core.recall.size == len(retriever.core.vault.notes) > 0
+    assert retriever.core.index.recall.size == len(retriever.core.vault.notes) > 0
     assert "Indexing" in caplog.text
     assert "failed" in caplog.text
     assert "simulated" in caplog.text
     docs = retriever.invoke("zeppelin")
     assert [d.metadata["path"] for d in docs] == ["Crlf.md"]
-    assert retriever.core.recall.size == len(retriever.core.vault.notes)
+    assert retriever.core.index.recall.size == len(retriever.core.vault.notes)
 
 
-def test_exclusion_rules_hold_while_scanning(
-    vault_dir: Path, background: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(SearchCore, "_start_build", lambda self: None)
+def test_exclusion_rules_hold_while_scanning(vault_dir: Path) -> None:
     retriever = TieredLexicalRetriever(
-        vault_path=str(vault_dir), exclusions=["Daily", "#ops"], persist_index=False
+        index_policy=SCAN_ONLY,
+        vault_path=str(vault_dir),
+        exclusions=["Daily", "#ops"],
+        persist_index=False,
     )
     found = {d.metadata["path"] for d in retriever.invoke("deployment OAuth")}
     assert "Projects/Alpha/OAuth Setup.md" in found
@@ -344,15 +344,16 @@ def test_exclusion_rules_hold_while_scanning(
     assert "Projects/Alpha/Deployment.md" not in found  # excluded tag: needs the parse
 
 
-def test_exclusion_rules_hold_once_the_index_process_took_over(
-    vault_dir: Path, background: None
-) -> None:
+def test_exclusion_rules_hold_once_the_index_process_took_over(vault_dir: Path) -> None:
     retriever = TieredLexicalRetriever(
-        vault_path=str(vault_dir), exclusions=["Daily", "#ops"], persist_index=False
+        index_policy=BACKGROUND,
+        vault_path=str(vault_dir),
+        exclusions=["Daily", "#ops"],
+        persist_index=False,
     )
     assert retriever.invoke("deployment OAuth")
     assert retriever.wait_for_index(timeout=30)
-    assert retriever.core.recall.size > 0
+    assert retriever.core.index.recall.size > 0
     found = {d.metadata["path"] for d in retriever.invoke("deployment OAuth")}
     assert "Projects/Alpha/OAuth Setup.md" in found
     assert "Daily/2024-03-05.md" not in found
@@ -362,23 +363,23 @@ def test_exclusion_rules_hold_once_the_index_process_took_over(
 def test_small_vaults_index_in_the_foreground(vault_dir: Path) -> None:
     retriever = TieredLexicalRetriever(vault_path=str(vault_dir), persist_index=False)
     assert retriever.invoke("zeppelin")
-    assert retriever.core.index_ready
-    assert retriever.core.recall.size > 0
+    assert retriever.index_ready
+    assert retriever.core.index.recall.size > 0
 
 
 @pytest.mark.parametrize(
     "query",
     ["oauth", "project alpha deployment", "piano scales", "学习", "#meeting", "Auth.js JWT"],
 )
-def test_scan_and_index_agree_on_the_best_note_of_the_sample_vault(
-    query: str, background: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    scanning = TieredLexicalRetriever(vault_path=str(SAMPLE_VAULT), persist_index=False, k=5)
-    monkeypatch.setattr(SearchCore, "_start_build", lambda self: None)
+def test_scan_and_index_agree_on_the_best_note_of_the_sample_vault(query: str) -> None:
+    scanning = TieredLexicalRetriever(
+        index_policy=SCAN_ONLY, vault_path=str(SAMPLE_VAULT), persist_index=False, k=5
+    )
     scanned = scanning.invoke(query)
-    monkeypatch.undo()
+    assert not scanning.index_ready
     indexed_retriever = TieredLexicalRetriever(vault_path=str(SAMPLE_VAULT), persist_index=False)
     indexed = indexed_retriever.invoke(query, k=5)
+    assert indexed_retriever.index_ready
     assert scanned
     assert indexed
     assert scanned[0].metadata["path"] == indexed[0].metadata["path"]

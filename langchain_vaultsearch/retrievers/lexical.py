@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -25,6 +26,7 @@ from langchain_vaultsearch.search.core import (
     SearchOptions,
     SearchResult,
 )
+from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from langchain_vaultsearch.search.scoring import NormalizationMethod
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -96,6 +98,9 @@ class TieredLexicalRetriever(BaseRetriever):
     terms find. Without one, salient terms come from the query itself."""
     persist_index: bool = True
     """Save the index in `<vault>/.vaultsearch/` (vaults of 500+ notes) for fast restarts."""
+    index_policy: IndexPolicy | None = Field(default=None, exclude=True)
+    """When the index is saved, built in the background and frozen (`persist_index` wins
+    over its `persist`)."""
 
     _core: SearchCore = PrivateAttr()
     _last_expansion: ExpandedQuery | None = PrivateAttr(default=None)
@@ -110,9 +115,8 @@ class TieredLexicalRetriever(BaseRetriever):
             self.vault = Vault(
                 self.vault_path, inclusions=self.inclusions, exclusions=self.exclusions
             )
-        self._core = SearchCore(
-            self.vault, query_expander=self.query_expander, persist_index=self.persist_index
-        )
+        policy = replace(self.index_policy or IndexPolicy(), persist=self.persist_index)
+        self._core = SearchCore(self.vault, query_expander=self.query_expander, policy=policy)
         return self
 
     @property
@@ -138,7 +142,12 @@ class TieredLexicalRetriever(BaseRetriever):
         Returns:
             True when searches use the index, False when the timeout came first.
         """
-        return self._core.wait_for_index(timeout)
+        return self._core.index.wait_for_index(timeout)
+
+    @property
+    def index_ready(self) -> bool:
+        """False while searches scan because a large vault's first index is still building."""
+        return self._core.index.index_ready
 
     def _get_relevant_documents(
         self,

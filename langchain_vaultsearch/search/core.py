@@ -2,24 +2,20 @@
 
 expand -> recall (whole vault; the query's own terms, then the expansion's extras) ->
 chunks -> BM25+ per field with the salient terms -> folder/graph boost -> normalise ->
-note-diverse top-K. Any failure inside falls back to
-recall-only ranking, logged, never raised: a search box that throws is worse than one
-that ranks plainly.
+note-diverse top-K. Any failure inside falls back to recall-only ranking, logged, never
+raised: a search box that throws is worse than one that ranks plainly.
 
-A large vault that was never indexed is indexed in a background thread after the first
-search; until the index is ready, searches recall by scanning the notes' text
-(`ScanRecall`) and skip the graph boost, which needs every note parsed. That keeps the
-first search over 6,000 notes within seconds instead of the ~12 s a full build takes.
+The index the query runs over, and its life (opening, catching up, the background first
+build, saving), is a `LexicalIndex`; this module is only the query. While a large vault's
+first index builds, recall comes from scanning the notes' text and the graph boost is
+skipped, as it needs every note parsed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
-import threading
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from langchain_vaultsearch.expansion.terms import (
@@ -33,32 +29,20 @@ from langchain_vaultsearch.expansion.terms import (
 from langchain_vaultsearch.search.bm25 import LexicalHit, rank_chunks
 from langchain_vaultsearch.search.boosts import apply_folder_boost, apply_graph_boost
 from langchain_vaultsearch.search.chunk_cache import ChunkCache, IndexedChunk
-from langchain_vaultsearch.search.index_cache import index_path, load_index, save_index
-from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
-from langchain_vaultsearch.search.recall import RecallIndex, SortedTerms, Vocabulary
-from langchain_vaultsearch.search.scan_recall import ScanRecall
+from langchain_vaultsearch.search.lexical_index import IndexPolicy, LexicalIndex
+from langchain_vaultsearch.search.recall import SortedTerms, Vocabulary
 from langchain_vaultsearch.search.scoring import (
     NormalizationMethod,
     normalize_scores,
     select_diverse_top_k,
 )
 from langchain_vaultsearch.text.chunking import Chunk, note_path_from_chunk_id
-from langchain_vaultsearch.vault.change_feed import ChangeFeed
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault, VaultChanges, folder_of
+from langchain_vaultsearch.vault.vault import NoteInfo, Vault, folder_of
 
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000
 RETURN_ALL_LIMIT = 100
-# Vaults this large are worth saving an index for; smaller ones index in well under 1 s.
-PERSIST_MIN_NOTES = 500
-# Notes read since the last save that make saving again worthwhile.
-SAVE_AFTER_NOTES = 200
-# Index builds at least this large freeze their objects out of the garbage collector's scans.
-FREEZE_AFTER_NOTES = 1000
-# A first index of at least this many notes is built in the background while searches
-# scan (1,000 notes take ~1.4 s to index in the foreground).
-BACKGROUND_BUILD_NOTES = 1000
 MAX_RESULTS_RANGE = (1, 100)
 CANDIDATE_LIMIT_RANGE = (10, 1000)
 # Notes only the expansion found score at most this share of the weakest note the query's
@@ -127,7 +111,7 @@ class SearchResult:
 
 
 class SearchCore:
-    """The lexical pipeline over one vault, with its indexes kept between queries."""
+    """The lexical query pipeline over one vault's `LexicalIndex`."""
 
     def __init__(
         self,
@@ -135,7 +119,7 @@ class SearchCore:
         *,
         query_expander: QueryExpanderLike | None = None,
         chunk_cache: ChunkCache | None = None,
-        persist_index: bool = True,
+        policy: IndexPolicy | None = None,
     ) -> None:
         """Create the pipeline.
 
@@ -143,152 +127,13 @@ class SearchCore:
             vault: the notes; may be shared with other indexes and retrievers.
             query_expander: an LLM expander; without one the fallback terms are used.
             chunk_cache: a shared chunk cache; one is made when omitted.
-            persist_index: keep the recall index in `<vault>/.vaultsearch/` so a new
-                process starts from it instead of re-reading every note. Only vaults of
-                at least `PERSIST_MIN_NOTES` notes are saved; smaller ones index in
-                well under a second.
+            policy: when the index is saved to `<vault>/.vaultsearch/` (so a new process
+                starts from it), built in the background, and frozen.
         """
         self.vault = vault
         self.query_expander = query_expander
         self.chunks = chunk_cache or ChunkCache(vault)
-        self.recall = RecallIndex()
-        self.persist_index = persist_index
-        self.feed = ChangeFeed(vault)
-        self._unsaved_notes = 0
-        self._sync_lock = threading.Lock()
-        # Set while the first index is built in the background: what searches recall from.
-        self._scan: ScanRecall | None = None
-        self._builder: threading.Thread | None = None
-
-    @property
-    def index_ready(self) -> bool:
-        """False while searches scan because the first index is still being built."""
-        return self._scan is None
-
-    def sync(self) -> None:
-        """Pick up notes added, changed or removed since the last query."""
-        with self._sync_lock:
-            builder = self._builder
-            if self._scan is not None and (builder is None or builder.is_alive()):
-                # The build's own index file may be there already: the builder loads it.
-                self._scan.refresh()
-                return
-            if not self.feed.started and self.persist_index:
-                self._restore()
-            if not self.feed.started and self._builder is None and not self.vault.notes:
-                files = self.vault.list_files()
-                if len(files) >= BACKGROUND_BUILD_NOTES:
-                    self._scan = ScanRecall(self.vault, files)
-                    return
-            changes = self.feed.pull()
-            self._apply(changes)
-            # A failed build leaves its scan to the searches in flight until the index is in.
-            self._scan = None
-            if self._should_save():
-                save_index(self.vault, self.recall)
-                self._unsaved_notes = 0
-            if len(changes.updated) >= FREEZE_AFTER_NOTES:
-                _freeze_long_lived_objects()
-
-    def _restore(self, path: Path | None = None) -> bool:
-        """Load a saved index (sync lock held); False when there is none to load.
-
-        When the vault was refreshed by another reader first, the notes the index is not
-        current for are indexed again here.
-        """
-        loaded = load_index(self.vault, path)
-        if loaded is None:
-            return False
-        self.recall, indexed = loaded
-        self._apply(self.feed.start_from(indexed))
-        if len(indexed) >= FREEZE_AFTER_NOTES:
-            _freeze_long_lived_objects()
-        return True
-
-    def _apply(self, changes: VaultChanges) -> None:
-        """Bring the index in line with a change set the feed returned (sync lock held)."""
-        self.recall.apply(changes)
-        self._unsaved_notes += len(changes.updated)
-
-    def _start_build(self) -> None:
-        """Start building the first index in the background, once."""
-        with self._sync_lock:
-            if self._scan is None or self._builder is not None:
-                return
-            # A daemon: a short script exits when it is done instead of waiting for it.
-            self._builder = threading.Thread(
-                target=self._build, name="vaultsearch-index", daemon=True
-            )
-            self._builder.start()
-
-    def _build(self) -> None:
-        """Index every note in a child process, then switch searches from scanning to it.
-
-        The child saves the index where a restart would find it (or in a temporary file
-        when the index is not persisted), and this process loads it as a restart would,
-        its vault adopting the note records the child read. The next sync refreshes the
-        vault against those records, so notes edited while the child ran are read again.
-        The scan's text is dropped before the index is loaded, as holding both was the
-        process's peak memory; searches wait for the sync lock (syncing, recalling, and
-        looking up a note the vault does not know yet) until the index is in place.
-        """
-        target = index_path(self.vault) if self.persist_index else None
-        written: Path | None = None
-        try:
-            written = build_index_file(self.vault, target)
-            with self._sync_lock:
-                self._scan = None
-                if not self._restore(written):
-                    msg = f"the index written to {written} could not be loaded"
-                    raise IndexBuildError(msg)
-                self._unsaved_notes = 0 if written == target else len(self.feed.applied)
-                self.vault.folder_sizes()  # builds the link graph here, not in a search
-        except Exception as exc:
-            # Searches scan until this thread ends; the next sync after that indexes.
-            message = "Indexing %s failed; the next search indexes it"
-            if isinstance(exc, IndexBuildError):
-                logger.warning(message + ": %s", self.vault.root, exc)
-            else:
-                logger.exception(message, self.vault.root)
-        finally:
-            if written is not None and written != target:
-                written.unlink(missing_ok=True)
-
-    def wait_for_index(self, timeout: float | None = None) -> bool:
-        """Index the vault now, or wait for the background build to finish.
-
-        Args:
-            timeout: seconds to wait at most; None waits until the index is ready.
-
-        Returns:
-            True when searches use the index, False when the timeout came first.
-        """
-        self.sync()
-        self._start_build()
-        builder = self._builder
-        if builder is not None:
-            builder.join(timeout)
-            self.sync()  # after a failed build, this indexes the vault
-        return self.index_ready
-
-    def save(self) -> Path | None:
-        """Save the index now, whatever the vault's size (`vaultsearch index` does).
-
-        Returns:
-            The file written, or None when it could not be (the reason is logged).
-        """
-        with self._sync_lock:
-            if not save_index(self.vault, self.recall):
-                return None
-            self._unsaved_notes = 0
-            return index_path(self.vault)
-
-    def _should_save(self) -> bool:
-        return (
-            self.persist_index
-            and self._unsaved_notes >= SAVE_AFTER_NOTES
-            and self.recall.size >= PERSIST_MIN_NOTES
-        )
+        self.index = LexicalIndex(vault, policy)
 
     def expand(self, query: str, options: SearchOptions) -> ExpandedQuery:
         """The expansion a query will use: given, from the expander, or the fallback."""
@@ -364,14 +209,14 @@ class SearchCore:
             Ranked chunks, best first, and the expansion.
         """
         try:
-            self.sync()
+            self.index.sync()
             return SearchResult(self._rank(query, expansion, options), expansion)
         except Exception:
             logger.exception("Lexical search failed for %r; falling back to recall order", query)
         finally:
-            self._start_build()
+            self.index.start_build()
         try:
-            hits = (self._scan or self.recall).candidates([query], options.max_results)
+            hits = self.index.recall_fallback(query, options.max_results)
         except Exception:
             logger.exception("Recall fallback failed for %r", query)
             return SearchResult([], expansion)
@@ -434,49 +279,18 @@ class SearchCore:
         """
         own_terms = _lowered([query, *salient])
         all_terms = _lowered([*expansion.recall_terms(), *salient])
-        with self._sync_lock:
-            found = self._candidates(own_terms, limit)
+        with self.index.lock:
+            found = self.index.candidates(own_terms, limit)
             room = limit - len(found)
             if room <= 0 or not set(all_terms) - set(own_terms):
                 return found, []
-            widened = self._candidates(all_terms, limit)
+            widened = self.index.candidates(all_terms, limit)
         known = set(found)
         return found, [path for path in widened if path not in known][:room]
 
-    def _candidates(self, terms: list[str], limit: int) -> list[str]:
-        """Recalled note paths, best first, from the index or, while it builds, a scan."""
-        scan = self._scan
-        if scan is None:
-            return [path for path, _score in self.recall.candidates(terms, limit)]
-        if not (self.vault.inclusions or self.vault.exclusions):
-            return [path for path, _score in scan.candidates(terms, limit)]
-        # Rules on tags or properties need the note parsed: check the best ones only.
-        found = []
-        for path, _score in scan.candidates(terms, 2 * limit):
-            info = scan.note(path)
-            if info is not None and info.searchable:
-                found.append(path)
-                if len(found) == limit:
-                    break
-        return found
-
-    def note(self, path: str) -> NoteInfo | None:
-        """A note's record, also while searches scan (the vault has not read it yet then)."""
-        info = self.vault.get(path)
-        if info is not None:
-            return info
-        # While the built index is handed over there is neither a scan nor the records:
-        # the lock waits for the handover to end.
-        with self._sync_lock:
-            info = self.vault.get(path)
-            scan = self._scan
-        if info is None and scan is not None:
-            info = scan.note(path)  # parsed outside the lock: other searches go on
-        return info
-
     def chunk(self, chunk_id: str) -> tuple[NoteInfo, Chunk] | None:
         """A chunk by id with its note's record, None when the note or chunk is gone."""
-        info = self.note(note_path_from_chunk_id(chunk_id))
+        info = self.index.note(note_path_from_chunk_id(chunk_id))
         chunk = None if info is None else self.chunks.get_chunk(chunk_id, info)
         return None if info is None or chunk is None else (info, chunk)
 
@@ -484,20 +298,19 @@ class SearchCore:
         self, paths: list[str], terms: list[str], limit: int, opts: SearchOptions
     ) -> list[tuple[LexicalHit, dict[str, Any]]]:
         """BM25+ over the notes' chunks, then the folder and graph boosts among them."""
-        scan = self._scan
+        index = self.index
         chunks = []
         for path in paths:
-            info = self.note(path)
+            info = index.note(path)
             if info is not None:
                 chunks.extend(self.chunks.chunks_for(info))
-        vocabulary = self.recall.vocabulary if scan is None else _vocabulary_of(chunks)
+        vocabulary = index.recall.vocabulary if index.index_ready else _vocabulary_of(chunks)
         hits = rank_chunks(chunks, terms, vocabulary, limit)
         explanations: list[dict[str, Any]] = [{"lexicalMatches": hit.matches} for hit in hits]
         if hits and opts.enable_lexical_boosts:
-            folder_sizes = self.vault.folder_sizes() if scan is None else scan.folder_sizes()
-            folder_boosts = apply_folder_boost(hits, folder_sizes)
+            folder_boosts = apply_folder_boost(hits, index.folder_sizes())
             # Links are known once every note is parsed: no graph boost while scanning.
-            graph_boosts = {} if scan is not None else apply_graph_boost(hits, self.vault)
+            graph_boosts = apply_graph_boost(hits, self.vault) if index.has_links else {}
             for hit, explanation in zip(hits, explanations, strict=True):
                 folder = folder_of(hit.note_path)
                 if folder in folder_boosts:
@@ -519,18 +332,6 @@ def _clean_query(query: str) -> str:
 
 def _lowered(terms: list[str]) -> list[str]:
     return list(dict.fromkeys(t.strip().lower() for t in terms if t.strip()))
-
-
-def _freeze_long_lived_objects() -> None:
-    """Keep the collector from re-scanning a freshly built index on every gen-2 pass.
-
-    A 6,000-note vault leaves ~660,000 tracked objects (note records, headings, chunk
-    terms). Without this, gen-2 collections landing inside queries took warm p95 from
-    75 ms to 316 ms (measured). `gc.freeze` is process-wide: garbage is collected first so
-    nothing already unreachable is frozen, and it runs only after large builds.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 def _clamp(value: int, low: int, high: int) -> int:
