@@ -26,13 +26,16 @@ The vector index of `--vault` is kept in `benchmarks/.cache/semantic-speed/` bet
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +81,9 @@ def _model() -> tuple[Any, str, float]:
 # ------------------------------------------------------------------- worker side
 
 
-def work_index(vault: str, system: str, embeddings: str | None) -> dict[str, Any]:
+def work_index(
+    vault: str, system: str, embeddings: str | None, server: list[Any] | None = None
+) -> dict[str, Any]:
     """Index a vault with ours or with plain Chroma; time and peak RSS growth.
 
     `embeddings` None is the bundled all-MiniLM-L6-v2; a spec (`fake:384`) replaces it.
@@ -101,9 +106,10 @@ def work_index(vault: str, system: str, embeddings: str | None) -> dict[str, Any
     home = tempfile.mkdtemp(prefix="vaultsearch-speed-")
     start = time.perf_counter()
     if system == "ours":
-        index = VaultIndex(
-            vault_path=vault, embeddings=model, embedding_id=spec, persist_directory=home
-        )
+        where: dict[str, Any] = {"persist_directory": home}
+        if server is not None:
+            where["chroma_host"], where["chroma_port"] = server
+        index = VaultIndex(vault_path=vault, embeddings=model, embedding_id=spec, **where)
         report = index.refresh()
         texts, chunks = report.texts_embedded, report.chunks_written
     else:
@@ -211,9 +217,42 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _index_spec(notes: int, embeddings: str | None) -> dict[str, Any]:
+def _index_spec(
+    notes: int, embeddings: str | None, server: tuple[str, int] | None = None
+) -> dict[str, Any]:
     vault = str(synthetic_vault_path(DEFAULT_CACHE, notes, 0))
-    return {"kind": "index", "vault": vault, "system": "ours", "embeddings": embeddings}
+    spec = {"kind": "index", "vault": vault, "system": "ours", "embeddings": embeddings}
+    return {**spec, "server": server}
+
+
+@contextlib.contextmanager
+def _chroma_server() -> Iterator[tuple[str, int]]:
+    """A `chroma run` on loopback for the memory runs, stopped and removed afterwards."""
+    chroma = Path(sys.executable).with_name("chroma")
+    folder = tempfile.mkdtemp(prefix="vaultsearch-chroma-")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = subprocess.Popen(
+        [str(chroma), "run", "--host", "127.0.0.1", "--port", str(port), "--path", folder],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit("chroma run did not start") from None
+                time.sleep(0.2)
+        yield "127.0.0.1", port
+    finally:
+        server.terminate()
+        server.wait(30)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _rate(notes: int) -> str:
@@ -244,14 +283,21 @@ def _rate(notes: int) -> str:
     )
 
 
-def _memory(embeddings: str) -> str:
-    """Peak RSS growth indexing 1,000 and 10,000 synthetic notes; print, return the bar."""
+def _memory(embeddings: str, server: bool) -> str:
+    """Peak RSS growth indexing 1,000 and 10,000 synthetic notes; print, return the bar.
+
+    With `server`, the vectors go to a Chroma server, so the figure is the indexing
+    process's own memory; embedded Chroma keeps its HNSW index (every vector) in-process.
+    """
     model = None if embeddings == "bundled" else embeddings
-    small = run(_index_spec(1000, model))
-    large = run(_index_spec(10000, model))
+    with contextlib.ExitStack() as stack:
+        where = stack.enter_context(_chroma_server()) if server else None
+        small = run(_index_spec(1000, model, where))
+        large = run(_index_spec(10000, model, where))
     extra = large["rss_growth_mb"] - small["rss_growth_mb"]
+    store = "a Chroma server" if server else "embedded Chroma"
     print(
-        f"peak RSS growth while indexing ({embeddings}): 1,000 notes"
+        f"peak RSS growth while indexing into {store} ({embeddings}): 1,000 notes"
         f" {small['rss_growth_mb']:.0f} MB ({small['seconds']:.0f} s), 10,000 notes"
         f" {large['rss_growth_mb']:.0f} MB ({large['texts']:,} texts, {large['seconds']:.0f} s)"
     )
@@ -302,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         spec = json.loads(args.worker)
         if spec["kind"] == "index":
-            result = work_index(spec["vault"], spec["system"], spec.get("embeddings"))
+            result = work_index(
+                spec["vault"], spec["system"], spec.get("embeddings"), spec.get("server")
+            )
         else:
             result = work_queries(spec["vault"], spec["queries"], spec["repeats"])
         print(json.dumps(result))
@@ -311,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_rate:
         lines.append(_rate(args.rate_notes))
     if not args.skip_rss:
-        lines.append(_memory(args.rss_embeddings))
+        lines.append(_memory(args.rss_embeddings, server=False))
+        lines.append(_memory(args.rss_embeddings, server=True))
     if args.vault is not None:
         lines.extend(_latency(args.vault, args.repeats))
     print("\n".join(lines))
