@@ -343,10 +343,18 @@ class VaultIndex:
             raise EmbeddingModelMismatchError(msg)
 
     def clear(self) -> None:
-        """Delete every vector this index wrote and its records (the model is forgotten)."""
+        """Delete every vector this index wrote and its records (the model is forgotten).
+
+        A Chroma collection is recreated instead, since it keeps the dimension of the first
+        vectors it stored and a new model's would be refused.
+        """
         with self._writer():
-            ids = [i for r in self.records.notes() for i in (*r.vector_ids, *r.pending_ids)]
-            self._delete(ids)
+            reset = getattr(self.store, "reset_collection", None)
+            if callable(reset):
+                reset()
+            else:
+                ids = [i for r in self.records.notes() for i in (*r.vector_ids, *r.pending_ids)]
+                self._delete(ids)
             self.records.clear()
             self.feed = ChangeFeed(self.vault, with_text=False)
 

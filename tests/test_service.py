@@ -1,0 +1,71 @@
+"""VaultSearch and the CLI's semantic commands over embedded Chroma, with a fake model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from langchain_vaultsearch.cli import main
+from langchain_vaultsearch.retrievers.factory import RetrieverFactory
+from langchain_vaultsearch.service import VaultSearch
+
+
+def test_lexical_only_service_refuses_semantic_modes_with_the_fix(vault_dir: Path) -> None:
+    service = VaultSearch(vault_dir, watch=False)
+    assert service.semantic_index is None
+    assert isinstance(service.retriever("auto"), RetrieverFactory)
+    assert service.search("OAuth callback", mode="lexical", k=3)[0].metadata["source"] == "lexical"
+    with pytest.raises(ValueError, match="vaultsearch index --embeddings"):
+        service.retriever("merged")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        service.retriever("fuzzy")  # type: ignore[arg-type]
+    assert service.status()["semantic"] is None
+
+
+def test_index_then_every_mode_and_status(vault_dir: Path) -> None:
+    service = VaultSearch(vault_dir, embeddings="fake:32", watch=False)
+    summary = service.index()
+    assert summary.saved_to is not None
+    assert summary.semantic is not None
+    assert summary.semantic.chunks_written >= summary.notes > 5
+    for mode in ("auto", "lexical", "semantic", "merged"):
+        assert service.search("OAuth callback", mode=mode, k=3), mode  # type: ignore[arg-type]
+    status = service.status()["semantic"]
+    assert status["model"] == "fake:32"
+    assert (status["missing_vectors"], status["orphan_vectors"]) == (0, 0)
+    assert status["unindexed_notes"] == 0
+    context = service.context("what about [[Deployment]]?", mode="merged")
+    assert "<filterResults>" in context.text
+    service.close()
+    # A new service finds the index and its model by itself.
+    again = VaultSearch(vault_dir, watch=False)
+    assert again.semantic_index is not None
+    assert again.semantic_index.model_id == "fake:32"
+    note = again.note("Projects/Alpha/Deployment.md")
+    assert note is not None
+    assert note.metadata["title"] == "Deployment"
+    assert again.note("missing.md") is None
+
+
+def test_cli_index_search_modes_and_status(
+    vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["search", "--vault", str(vault_dir), "--mode", "semantic", "oauth"]) == 2
+    assert "needs a vector index" in capsys.readouterr().err
+    assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:32"]) == 0
+    out = capsys.readouterr().out
+    assert "Vector index (fake:32):" in out
+    assert "added" in out
+    for mode in ("semantic", "merged", "auto"):
+        assert main(["search", "--vault", str(vault_dir), "--mode", mode, "--json", "oauth"]) == 0
+        documents = json.loads(capsys.readouterr().out)["documents"]
+        assert documents, mode
+    assert main(["status", "--vault", str(vault_dir)]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["semantic"]["interrupted_notes"] == 0
+    assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16"]) == 2
+    assert "--rebuild" in capsys.readouterr().err
+    assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16", "--rebuild"]) == 0
+    assert "Vector index (fake:16)" in capsys.readouterr().out
