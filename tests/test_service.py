@@ -31,7 +31,7 @@ def test_index_then_every_mode_and_status(vault_dir: Path) -> None:
     assert summary.semantic is not None
     assert summary.semantic.chunks_written >= summary.notes > 5
     for mode in ("auto", "lexical", "semantic", "merged"):
-        assert service.search("OAuth callback", mode=mode, k=3), mode  # type: ignore[arg-type]
+        assert service.search("OAuth callback", mode=mode, k=3), mode
     status = service.status()["semantic"]
     assert status["model"] == "fake:32"
     assert (status["missing_vectors"], status["orphan_vectors"]) == (0, 0)
