@@ -17,7 +17,7 @@ from typing import Any, Literal, TypedDict, TypeGuard
 from langchain_core.documents import Document
 
 from langchain_vaultsearch.text.chunking import Chunk, chunk_index_from_chunk_id
-from langchain_vaultsearch.vault.vault import NoteInfo
+from langchain_vaultsearch.vault.note_info import NoteInfo
 
 DocumentSource = Literal["lexical", "semantic", "title-match", "tag-match", "time-filtered", "note"]
 

@@ -41,7 +41,8 @@ from langchain_vaultsearch.query_syntax import note_mentions, tag_filters
 from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
 from langchain_vaultsearch.vault.markdown import tag_hierarchy
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault
+from langchain_vaultsearch.vault.note_info import NoteInfo
+from langchain_vaultsearch.vault.vault import Vault
 
 FilterSource = Literal["title-match", "tag-match", "time-filtered"]
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from langchain_vaultsearch.vault.change_feed import ChangeFeed
-from langchain_vaultsearch.vault.vault import Vault, VaultChanges
+from langchain_vaultsearch.vault.note_info import VaultChanges
+from langchain_vaultsearch.vault.vault import Vault
 
 
 def _paths(changes: VaultChanges) -> tuple[list[str], list[str]]:

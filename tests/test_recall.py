@@ -20,7 +20,8 @@ from langchain_vaultsearch.search.recall import (
     SortedTerms,
     Vocabulary,
 )
-from langchain_vaultsearch.vault.vault import Vault, VaultChanges
+from langchain_vaultsearch.vault.note_info import VaultChanges
+from langchain_vaultsearch.vault.vault import Vault
 
 
 def write(root: Path, notes: dict[str, str]) -> None:

@@ -18,7 +18,7 @@ import pytest
 from langchain_vaultsearch import Vault
 from langchain_vaultsearch.vault import vault as vault_module
 from langchain_vaultsearch.vault import watcher as watcher_module
-from langchain_vaultsearch.vault.vault import VaultChanges
+from langchain_vaultsearch.vault.note_info import VaultChanges
 from langchain_vaultsearch.vault.watcher import IN_Q_OVERFLOW, FolderWatcher
 from tests.conftest import write_vault
 

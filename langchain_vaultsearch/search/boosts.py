@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from langchain_vaultsearch.search.bm25 import LexicalHit
-from langchain_vaultsearch.vault.vault import Vault, folder_of
+from langchain_vaultsearch.vault.note_info import folder_of
 
 
 @dataclass(frozen=True)
@@ -91,16 +92,32 @@ def apply_folder_boost(
     return boosts
 
 
+class NoteGraph(Protocol):
+    """What the graph boost reads of a source of notes: links between them, their tags.
+
+    `Vault` is one; any other document source with links can be boosted the same way.
+    """
+
+    def backlinks(self, path: str) -> frozenset[str]:
+        """Notes linking to `path`."""
+
+    def outlinks(self, path: str) -> frozenset[str]:
+        """Notes `path` links to."""
+
+    def tags(self, path: str) -> Sequence[str]:
+        """The note's tags."""
+
+
 def apply_graph_boost(
     hits: Sequence[LexicalHit],
-    vault: Vault,
+    graph: NoteGraph,
     config: GraphBoostConfig = GraphBoostConfig(),
 ) -> dict[str, dict[str, float | int]]:
     """Boost notes linked to other top notes.
 
     Args:
         hits: scored chunks in rank order; scores are multiplied in place.
-        vault: link graph and tags.
+        graph: links and tags of the notes.
         config: weights and cap.
 
     Returns:
@@ -111,14 +128,14 @@ def apply_graph_boost(
     if len(candidates) < 2:
         return {}
     candidate_set = set(candidates)
-    tags = {path: _lower_tags(vault, path) for path in candidates}
+    tags = {path: frozenset(tag.lower() for tag in graph.tags(path)) for path in candidates}
     connections: dict[str, dict[str, float | int]] = {}
     for path in candidates:
-        sources = vault.backlinks(path)
+        sources = graph.backlinks(path)
         backlinks = len(sources & candidate_set)
         cited_together: set[str] = set()
         for source in sources:
-            cited_together |= vault.outlinks(source) & candidate_set
+            cited_together |= graph.outlinks(source) & candidate_set
         cited_together.discard(path)
         shared = sum(1 for other in candidates if other != path and tags[path] & tags[other])
         score = (
@@ -141,8 +158,3 @@ def apply_graph_boost(
         if connection is not None:
             hit.score *= float(connection["boostMultiplier"])
     return connections
-
-
-def _lower_tags(vault: Vault, path: str) -> frozenset[str]:
-    info = vault.get(path)
-    return frozenset(tag.lower() for tag in info.parsed.tags) if info else frozenset()

@@ -22,7 +22,8 @@ from langchain_vaultsearch.text.chunking import (
 )
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
 from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault
+from langchain_vaultsearch.vault.note_info import NoteInfo
+from langchain_vaultsearch.vault.vault import Vault
 
 DEFAULT_BUDGET_BYTES = 96 * 1024 * 1024
 # Cost of one body term: a tuple slot (terms are interned, so the strings are shared).

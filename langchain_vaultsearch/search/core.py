@@ -37,7 +37,8 @@ from langchain_vaultsearch.search.scoring import (
     select_diverse_top_k,
 )
 from langchain_vaultsearch.text.chunking import Chunk, note_path_from_chunk_id
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault, folder_of
+from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of
+from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
 

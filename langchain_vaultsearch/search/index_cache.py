@@ -34,7 +34,8 @@ from langchain_vaultsearch.search import recall
 from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
 from langchain_vaultsearch.text import tokenize
 from langchain_vaultsearch.vault import markdown, note_records
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault, VaultChanges
+from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
+from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
 

@@ -25,8 +25,9 @@ from langchain_vaultsearch.search.index_worker import IndexBuildError, build_ind
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.vault.change_feed import ChangeFeed
+from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
 from langchain_vaultsearch.vault.note_records import Stamp
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault, VaultChanges
+from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
-from langchain_vaultsearch.vault.vault import NoteInfo, VaultChanges
+from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
 
 PREFIX_WEIGHT = 0.375
 MAX_PREFIX_EXPANSIONS = 64

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
+from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of
 from langchain_vaultsearch.vault.note_records import Stamp
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault, decode_note, folder_of
+from langchain_vaultsearch.vault.vault import Vault, decode_note
 
 # Shorter terms match whole words only, as `Vocabulary.expand` does not expand them.
 _MIN_PREFIX = 3

@@ -50,7 +50,8 @@ from langchain_vaultsearch.semantic.windows import (
 from langchain_vaultsearch.text.chunking import Chunk
 from langchain_vaultsearch.text.tokenize import contains_cjk
 from langchain_vaultsearch.vault.change_feed import ChangeFeed
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault
+from langchain_vaultsearch.vault.note_info import NoteInfo
+from langchain_vaultsearch.vault.vault import Vault
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI

@@ -10,7 +10,8 @@ the notes added, changed and removed since its last pull, once.
 
 from __future__ import annotations
 
-from langchain_vaultsearch.vault.vault import NoteInfo, Vault, VaultChanges
+from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
+from langchain_vaultsearch.vault.vault import Vault
 
 
 class ChangeFeed:

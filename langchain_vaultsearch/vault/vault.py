@@ -17,14 +17,15 @@ import math
 import os
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, NamedTuple
 
+from langchain_vaultsearch.vault.link_graph import LinkGraph
 from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
+from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
 from langchain_vaultsearch.vault.note_records import (
     NotPortableError,
     Stamp,
@@ -37,51 +38,6 @@ from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
 logger = logging.getLogger(__name__)
 
 MAX_NOTE_BYTES = 10 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class NoteInfo:
-    """What is known about one note without keeping its text.
-
-    Attributes:
-        path: vault-relative posix path, e.g. `Projects/Alpha.md`.
-        title: the file name without `.md` (what `[[links]]` and citations use).
-        mtime_ms: modification time, epoch milliseconds.
-        ctime_ms: creation time where the OS records it, else inode change time.
-        size: size in bytes.
-        parsed: frontmatter, tags, aliases, links and headings.
-        searchable: False when the user's inclusion/exclusion rules leave it out.
-    """
-
-    path: str
-    title: str
-    mtime_ms: float
-    ctime_ms: float
-    size: int
-    parsed: ParsedNote
-    searchable: bool
-
-    @property
-    def folder(self) -> str:
-        """The note's folder, `""` for the vault root."""
-        return folder_of(self.path)
-
-
-@dataclass(frozen=True)
-class VaultChanges:
-    """What one refresh found.
-
-    Attributes:
-        updated: notes added or changed, with their text, so indexes can update without
-            reading the file again.
-        removed: paths of notes that are gone (deleted, renamed away, or now too large).
-    """
-
-    updated: tuple[tuple[NoteInfo, str], ...] = ()
-    removed: tuple[str, ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.updated or self.removed)
 
 
 class _Listing(NamedTuple):
@@ -98,11 +54,6 @@ class _Listing(NamedTuple):
     watched: bool
     folders: list[tuple[str, str, bool]]
     files: list[tuple[str, str, bool]]
-
-
-def folder_of(path: str) -> str:
-    """The folder of a vault-relative path, `""` for the vault root."""
-    return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 def decode_note(data: bytes) -> str:
@@ -180,7 +131,7 @@ class Vault:
         self._stamps: dict[str, Stamp] = {}
         self._oversized: set[tuple[str, int]] = set()
         self._lock = threading.RLock()
-        self._graph: _LinkGraph | None = None
+        self._graph: LinkGraph | None = None
         self._listings: dict[str, _Listing] = {}
         self.refresh_interval = refresh_interval
         self._last_refresh = -math.inf
@@ -674,6 +625,11 @@ class Vault:
         """Paths of the notes that link to `path`."""
         return self._link_graph().backlinks.get(path, frozenset())
 
+    def tags(self, path: str) -> tuple[str, ...]:
+        """A note's tags (inline and frontmatter, `#`-prefixed), empty for an unknown note."""
+        info = self.get(path)
+        return info.parsed.tags if info is not None else ()
+
     def outlinks(self, path: str) -> frozenset[str]:
         """Paths of the notes `path` links to (resolved; unresolved links dropped)."""
         return self._link_graph().outlinks.get(path, frozenset())
@@ -693,56 +649,11 @@ class Vault:
         """
         return self._link_graph().resolve(name)
 
-    def _link_graph(self) -> _LinkGraph:
+    def _link_graph(self) -> LinkGraph:
         with self._lock:
             if self._graph is None:
-                self._graph = _LinkGraph(self._notes)
+                self._graph = LinkGraph(self._notes)
             return self._graph
-
-
-class _LinkGraph:
-    """Names, aliases, links and backlinks, rebuilt after any change to the vault."""
-
-    def __init__(self, notes: dict[str, NoteInfo]) -> None:
-        self._paths = {path.lower(): path for path in notes}
-        by_name: defaultdict[str, list[str]] = defaultdict(list)
-        by_alias: defaultdict[str, list[str]] = defaultdict(list)
-        self.folder_sizes: Counter[str] = Counter()
-        for path, info in notes.items():
-            by_name[info.title.lower()].append(path)
-            for alias in info.parsed.aliases:
-                by_alias[alias.strip().lower()].append(path)
-            self.folder_sizes[info.folder] += 1
-        self._by_name = {name: _shortest(paths, name) for name, paths in by_name.items()}
-        self._by_alias = {name: _shortest(paths, name) for name, paths in by_alias.items()}
-        outlinks: dict[str, frozenset[str]] = {}
-        backlinks: defaultdict[str, set[str]] = defaultdict(set)
-        for path, info in notes.items():
-            targets = {self.resolve(link.target) for link in info.parsed.links}
-            resolved = frozenset(t for t in targets if t is not None and t != path)
-            outlinks[path] = resolved
-            for target in resolved:
-                backlinks[target].add(path)
-        self.outlinks = outlinks
-        self.backlinks = {path: frozenset(sources) for path, sources in backlinks.items()}
-
-    def resolve(self, name: str) -> str | None:
-        key = name.strip().replace("\\", "/").lower()
-        if not key or key.startswith("../") or "/../" in key:
-            return None
-        key = key.lstrip("/")
-        if key in self._paths:
-            return self._paths[key]
-        if key + ".md" in self._paths:
-            return self._paths[key + ".md"]
-        stem = key[:-3] if key.endswith(".md") else key
-        if "/" in stem:
-            tail = stem.rsplit("/", 1)[1]
-            candidate = self._by_name.get(tail)
-            if candidate and candidate.lower().endswith(stem + ".md"):
-                return candidate
-            return None
-        return self._by_name.get(stem) or self._by_alias.get(stem)
 
 
 def _relative_parts(path: str) -> tuple[str, ...] | None:
@@ -753,11 +664,3 @@ def _relative_parts(path: str) -> tuple[str, ...] | None:
     if any(part == ".." for part in parts) or (parts and ":" in parts[0]):
         return None
     return parts
-
-
-def _shortest(paths: list[str], name: str) -> str:
-    if len(paths) > 1:
-        chosen = min(paths, key=lambda p: (len(p), p))
-        logger.debug("Name %r matches %d notes; using %s", name, len(paths), chosen)
-        return chosen
-    return paths[0]

@@ -1,0 +1,62 @@
+"""NoteInfo and VaultChanges: what the vault knows about a note, and what one refresh found.
+
+Every index, the filter and the link graph work on these records, never on files; they
+live apart from `Vault` (which walks, watches and reads) so that those readers depend on
+the records only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langchain_vaultsearch.vault.markdown import ParsedNote
+
+
+@dataclass(frozen=True)
+class NoteInfo:
+    """What is known about one note without keeping its text.
+
+    Attributes:
+        path: vault-relative posix path, e.g. `Projects/Alpha.md`.
+        title: the file name without `.md` (what `[[links]]` and citations use).
+        mtime_ms: modification time, epoch milliseconds.
+        ctime_ms: creation time where the OS records it, else inode change time.
+        size: size in bytes.
+        parsed: frontmatter, tags, aliases, links and headings.
+        searchable: False when the user's inclusion/exclusion rules leave it out.
+    """
+
+    path: str
+    title: str
+    mtime_ms: float
+    ctime_ms: float
+    size: int
+    parsed: ParsedNote
+    searchable: bool
+
+    @property
+    def folder(self) -> str:
+        """The note's folder, `""` for the vault root."""
+        return folder_of(self.path)
+
+
+@dataclass(frozen=True)
+class VaultChanges:
+    """What one refresh found.
+
+    Attributes:
+        updated: notes added or changed, with their text, so indexes can update without
+            reading the file again.
+        removed: paths of notes that are gone (deleted, renamed away, or now too large).
+    """
+
+    updated: tuple[tuple[NoteInfo, str], ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.updated or self.removed)
+
+
+def folder_of(path: str) -> str:
+    """The folder of a vault-relative path, `""` for the vault root."""
+    return path.rsplit("/", 1)[0] if "/" in path else ""
