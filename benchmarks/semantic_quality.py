@@ -61,7 +61,7 @@ def systems_for(vault: Path, embeddings: str) -> dict[str, Callable[[str], list[
     """Each system as query -> ranked note paths, over one shared vault and index."""
     from langchain_vaultsearch import MergedSemanticRetriever, TieredLexicalRetriever, VaultIndex
 
-    home = CACHE / f"{vault.name}-{abs(hash(str(vault.resolve()))) % 10**8}"
+    home = CACHE / vault.resolve().name  # one index per vault folder name
     start = time.perf_counter()
     index = VaultIndex(vault_path=vault, embeddings=embeddings, persist_directory=home)
     report = index.refresh()

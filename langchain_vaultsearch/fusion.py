@@ -12,20 +12,29 @@ descending (`result_order`). Three methods, chosen per call:
   entirely, at the cost of ignoring how much better the first hit is than the tenth.
 - `calibrated`: each side's scores min-max normalised over its own list, then a weighted
   sum, so a chunk both sides found rises above chunks only one side found, and each
-  side's confidence still counts. `benchmarks/semantic_quality.py` measures all three.
+  side's confidence still counts. Given the query's terms, the lexical weight is also
+  scaled by their coverage: the share of them the best lexical hits contain. A question in
+  other words than the notes' ("stop two writers changing the same row") matches a few
+  common words lexically, and min-max would still crown the best of those weak hits 1.0.
+  `benchmarks/semantic_quality.py` measures all three.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from langchain_core.documents import Document
 
 from langchain_vaultsearch.documents import document_score, result_order
+from langchain_vaultsearch.text.tokenize import tokenize_mixed
 
 FusionMethod = Literal["calibrated", "blend", "rrf"]
+COVERAGE_HITS = 3
+"""Lexical hits whose matched terms count for the coverage."""
+MIN_COVERAGE = 0.05
+"""A lexical side matching none of the query's terms still breaks the semantic side's ties."""
 FUSION_METHODS: tuple[FusionMethod, ...] = ("calibrated", "blend", "rrf")
 
 
@@ -61,6 +70,7 @@ def fuse(
     limit: int,
     method: FusionMethod = "calibrated",
     weights: FusionWeights | None = None,
+    query_terms: Sequence[str] = (),
 ) -> list[Document]:
     """Fuse two ranked lists into one.
 
@@ -70,6 +80,8 @@ def fuse(
         limit: documents to return at most.
         method: `calibrated`, `blend` or `rrf`.
         weights: side weights and method constants.
+        query_terms: `calibrated` only: the query's own terms; the lexical weight is
+            scaled by how many of them the best lexical hits contain.
 
     Returns:
         New documents (inputs are not modified) with the fused score in `score` and
@@ -84,6 +96,9 @@ def fuse(
         raise ValueError(msg)
     weights = weights or FusionWeights()
     lexical, semantic = _unique(lexical), _unique(semantic)
+    if method == "calibrated" and query_terms:
+        coverage = max(lexical_coverage(lexical, query_terms), MIN_COVERAGE)
+        weights = replace(weights, lexical=weights.lexical * coverage)
     if method == "blend":
         fused = _blend(lexical, semantic, weights)
     else:
@@ -95,6 +110,26 @@ def fuse(
         fused = _weighted_sum(lexical, semantic, side_scores, weights, method)
     fused.sort(key=result_order)
     return fused[:limit]
+
+
+def lexical_coverage(lexical: Sequence[Document], query_terms: Sequence[str]) -> float:
+    """The share of the query's terms the best of the top lexical hits contains (0..1).
+
+    Terms are compared as index terms (`tokenize_mixed`: words, CJK bigrams), a matched
+    term counting for the query terms it starts with (prefix matching); tags are left out,
+    as tag queries are answered lexically anyway. No terms: full coverage.
+    """
+    words = " ".join(term for term in query_terms if not term.startswith("#"))
+    terms = list(dict.fromkeys(tokenize_mixed(words)))
+    if not terms:
+        return 1.0
+    best = 0
+    for doc in lexical[:COVERAGE_HITS]:
+        explanation = doc.metadata.get("explanation")
+        found = explanation.get("lexicalMatches") if isinstance(explanation, dict) else None
+        matched = {m.get("query", "") for m in found or () if isinstance(m, dict)}
+        best = max(best, sum(1 for t in terms if any(str(m).startswith(t) for m in matched)))
+    return best / len(terms)
 
 
 def _key(doc: Document) -> str:

@@ -7,7 +7,7 @@ import random
 import pytest
 from langchain_core.documents import Document
 
-from langchain_vaultsearch.fusion import FUSION_METHODS, FusionWeights, fuse
+from langchain_vaultsearch.fusion import FUSION_METHODS, FusionWeights, fuse, lexical_coverage
 
 TAG_MATCH = {"lexicalMatches": [{"field": "tags", "term": "project"}]}
 
@@ -135,3 +135,31 @@ def test_inputs_are_not_modified_and_bad_options_are_refused() -> None:
 def test_an_empty_side_does_not_halve_the_other() -> None:
     fused = fuse([doc("a.md#0", 0.98, "lexical"), doc("b.md#0", 0.4, "lexical")], [], limit=5)
     assert [d.metadata["score"] for d in fused] == [1.0, 0.0]
+
+
+def lexical_hit(chunk_id: str, score: float, *terms: str) -> Document:
+    matches = [{"field": "body", "query": term, "weight": 1.0} for term in terms]
+    return doc(chunk_id, score, "lexical", {"lexicalMatches": matches})
+
+
+def test_lexical_coverage_counts_the_query_terms_the_best_hits_contain() -> None:
+    hits = [lexical_hit("a.md#0", 0.98, "row"), lexical_hit("b.md#0", 0.5, "same", "databases")]
+    assert lexical_coverage(hits, ["row", "database", "locking", "same"]) == 0.5
+    assert lexical_coverage(hits, ["#ops"]) == 1.0  # tags are not counted
+    assert lexical_coverage([], ["row"]) == 0.0
+    assert lexical_coverage([lexical_hit("c.md#0", 0.9, "同步", "步服")], ["同步服务"]) == 2 / 3
+
+
+def test_calibrated_trusts_lexical_as_far_as_it_matched_the_query() -> None:
+    lexical = [lexical_hit("weak.md#0", 0.98, "same"), lexical_hit("other.md#0", 0.02, "row")]
+    semantic = [
+        doc("locking.md#0", 0.62, "semantic"),
+        doc("weak.md#0", 0.40, "semantic"),
+        doc("x.md#0", 0.30, "semantic"),
+    ]
+    terms = ["stop", "writers", "changing", "same", "row", "moment"]
+    plain = fuse(lexical, semantic, limit=3)
+    weighted = fuse(lexical, semantic, limit=3, query_terms=terms)
+    assert plain[0].id == "weak.md#0"  # min-max crowned a one-word match
+    assert weighted[0].id == "locking.md#0"
+    assert weighted[0].metadata["score"] == pytest.approx(1 / (1 + 1 / 6))

@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from langchain_vaultsearch.expansion.terms import QueryExpanderLike
+from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_expansion
 from langchain_vaultsearch.fusion import FusionMethod, FusionWeights, fuse
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
@@ -150,7 +150,7 @@ class MergedSemanticRetriever(BaseRetriever):
         except Exception:
             logger.exception("Semantic search failed for %r; returning lexical results", query)
             semantic = []
-        return self._fuse(lexical, semantic, limit)
+        return self._fuse(query, lexical, semantic, limit)
 
     async def _aget_relevant_documents(
         self,
@@ -176,12 +176,22 @@ class MergedSemanticRetriever(BaseRetriever):
                 exc_info=semantic,
             )
             semantic = []
-        return self._fuse(lexical, semantic, limit)
+        return self._fuse(query, lexical, semantic, limit)
 
     def _fuse(
-        self, lexical: list[Document], semantic: list[Document], limit: int
+        self, query: str, lexical: list[Document], semantic: list[Document], limit: int
     ) -> list[Document]:
-        return fuse(lexical, semantic, limit=limit, method=self.fusion, weights=self._weights)
+        # The query's own words (not an LLM's expansion): how much of what the user typed
+        # lexical search found is what its weight should follow.
+        terms = fallback_expansion(query).salient_terms
+        return fuse(
+            lexical,
+            semantic,
+            limit=limit,
+            method=self.fusion,
+            weights=self._weights,
+            query_terms=terms,
+        )
 
 
 def _resolved(path: str) -> Path:

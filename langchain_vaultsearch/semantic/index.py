@@ -48,7 +48,7 @@ from langchain_vaultsearch.semantic.windows import (
     embedding_windows,
 )
 from langchain_vaultsearch.text.chunking import Chunk
-from langchain_vaultsearch.text.tokenize import contains_cjk
+from langchain_vaultsearch.text.tokenize import CJK_RUN
 from langchain_vaultsearch.vault.change_feed import ChangeFeed
 from langchain_vaultsearch.vault.note_info import NoteInfo
 from langchain_vaultsearch.vault.vault import Vault
@@ -68,6 +68,7 @@ _CHUNK_CACHE_BYTES = 16 * 1024 * 1024
 # The ids this index gives vectors: `<chunk id>~<window>`; others in a shared store are
 # left alone.
 _VECTOR_ID = re.compile(r"#\d+~\d+$")
+_CJK_WORD = re.compile(f"(?:{CJK_RUN.pattern.removesuffix('+')}){{2,}}")
 
 
 class IndexLockedError(RuntimeError):
@@ -617,12 +618,13 @@ class VaultIndex:
     # ------------------------------------------------------------------ reading
 
     def covers(self, query: str) -> bool:
-        """Whether the model can read the query: an English-only model cannot read CJK."""
-        if self.multilingual:
-            return True
-        letters = [ch for ch in query if ch.isalpha()]
-        cjk = sum(1 for ch in letters if contains_cjk(ch))
-        return not letters or cjk * 2 < len(letters)
+        """Whether the model can read the query: an English-only model cannot read CJK.
+
+        A query with any CJK word (a run of two or more characters) is left to lexical
+        search: the model would rank by the Latin words it can read alone, which are
+        often not what the question is about ("import a Notion 数据库").
+        """
+        return self.multilingual or _CJK_WORD.search(query) is None
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """Chunk ids most similar to the query, best window per chunk, similarity in [0, 1].
