@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from langchain_vaultsearch.documents import note_document
 from langchain_vaultsearch.query_syntax import note_mentions, tag_filters
-from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE
+from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, result_limit
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
 from langchain_vaultsearch.vault.markdown import tag_hierarchy
 from langchain_vaultsearch.vault.note_info import NoteInfo
@@ -233,7 +233,7 @@ class FilterRetriever(BaseModel):
             ValueError: for a limit out of range, or a time expression that cannot be
                 parsed (the message names it).
         """
-        max_docs = self._checked_limit(limit)
+        max_docs = self.limit if limit is None else result_limit(limit, "limit")
         current = _aware(now)
         window = resolve_time_range(time_range, current)
         vault = self._vault
@@ -283,15 +283,6 @@ class FilterRetriever(BaseModel):
             msg = "FilterRetriever has no vault"
             raise RuntimeError(msg)
         return self.vault
-
-    def _checked_limit(self, limit: int | None) -> int:
-        if limit is None:
-            return self.limit
-        low, high = MAX_RESULTS_RANGE
-        if not low <= limit <= high:
-            msg = f"limit must be between {low} and {high}, got {limit}"
-            raise ValueError(msg)
-        return limit
 
     def _document(self, match: _Match) -> Document | None:
         info = match.info

@@ -47,7 +47,7 @@ from langchain_vaultsearch.query_syntax import tag_filters
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
-from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, RETURN_ALL_LIMIT
+from langchain_vaultsearch.search.core import RETURN_ALL_LIMIT, result_limit
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -230,17 +230,6 @@ class _Plan:
         )
 
 
-def check_max_results(max_results: object) -> None:
-    """Raise a `ValueError` unless `max_results` is an integer in 1..100."""
-    low, high = MAX_RESULTS_RANGE
-    if isinstance(max_results, bool) or not isinstance(max_results, int):
-        msg = f"max_results must be an integer, got {max_results!r}"
-        raise ValueError(msg)
-    if not low <= max_results <= high:
-        msg = f"max_results must be between {low} and {high}, got {max_results}"
-        raise ValueError(msg)
-
-
 def _plan(
     query: str,
     *,
@@ -257,7 +246,7 @@ def _plan(
     if not isinstance(query, str):
         msg = f"query must be a string, got {type(query).__name__}"
         raise ValueError(msg)
-    check_max_results(max_results)
+    result_limit(max_results, "max_results")
     window = resolve_time_range(time_range, now)
     retrievers = search_retrievers(
         vault=vault,

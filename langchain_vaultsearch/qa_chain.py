@@ -39,10 +39,10 @@ from langchain_vaultsearch.local_search import (
     LocalSearchResult,
     SearchRetrievers,
     alocal_search,
-    check_max_results,
     local_search,
     search_retrievers,
 )
+from langchain_vaultsearch.search.core import result_limit
 from langchain_vaultsearch.time_ranges import TimeRange, find_time_expression, resolve_time_range
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -171,7 +171,7 @@ def create_vault_context_chain(
     Raises:
         ValueError: no vault, or `max_results` out of range.
     """
-    check_max_results(max_results)
+    result_limit(max_results, "max_results")
     retrievers = search_retrievers(
         vault=vault, vault_path=vault_path, filter_retriever=filter_retriever, retriever=retriever
     )

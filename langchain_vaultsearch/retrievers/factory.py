@@ -161,7 +161,9 @@ class RetrieverFactory(BaseRetriever):
     ) -> list[Document]:
         kind, retriever = self._pick(query)
         config: Any = {"callbacks": run_manager.get_child()}
-        return retriever.invoke(query, config, **_kwargs(kind, k or self.k, salient_terms))
+        return retriever.invoke(
+            query, config, **_kwargs(kind, self.k if k is None else k, salient_terms)
+        )
 
     async def _aget_relevant_documents(
         self,
@@ -173,7 +175,9 @@ class RetrieverFactory(BaseRetriever):
     ) -> list[Document]:
         kind, retriever = self._pick(query)
         config: Any = {"callbacks": run_manager.get_child()}
-        return await retriever.ainvoke(query, config, **_kwargs(kind, k or self.k, salient_terms))
+        return await retriever.ainvoke(
+            query, config, **_kwargs(kind, self.k if k is None else k, salient_terms)
+        )
 
 
 def _kwargs(kind: RetrieverType, k: int, salient_terms: Sequence[str] | None) -> dict[str, Any]:

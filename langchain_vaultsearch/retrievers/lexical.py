@@ -25,6 +25,7 @@ from langchain_vaultsearch.search.core import (
     SearchCore,
     SearchOptions,
     SearchResult,
+    result_limit,
 )
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from langchain_vaultsearch.search.scoring import NormalizationMethod
@@ -175,12 +176,10 @@ class TieredLexicalRetriever(BaseRetriever):
     def _options(
         self, query: str, k: int | None, salient_terms: Sequence[str] | None
     ) -> SearchOptions:
-        if k is not None and not MAX_RESULTS_RANGE[0] <= k <= MAX_RESULTS_RANGE[1]:
-            msg = f"k must be between {MAX_RESULTS_RANGE[0]} and {MAX_RESULTS_RANGE[1]}, got {k}"
-            raise ValueError(msg)
+        k = self.k if k is None else result_limit(k)
         extra = [*self.salient_terms, *(salient_terms or ()), *note_mentions(query or "")]
         return SearchOptions(
-            max_results=k or self.k,
+            max_results=k,
             candidate_limit=self.candidate_limit,
             salient_terms=tuple(dict.fromkeys(extra)),
             enable_lexical_boosts=self.enable_lexical_boosts,

@@ -28,7 +28,7 @@ from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_ex
 from langchain_vaultsearch.fusion import FusionMethod, FusionWeights, fuse
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
-from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, RETURN_ALL_LIMIT
+from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, RETURN_ALL_LIMIT, result_limit
 from langchain_vaultsearch.semantic.index import VaultIndex
 
 logger = logging.getLogger(__name__)
@@ -118,12 +118,9 @@ class MergedSemanticRetriever(BaseRetriever):
 
     def _limits(self, k: int | None) -> tuple[int, int]:
         """(results returned, results asked of each side)."""
-        if k is not None and not MAX_RESULTS_RANGE[0] <= k <= MAX_RESULTS_RANGE[1]:
-            msg = f"k must be between {MAX_RESULTS_RANGE[0]} and {MAX_RESULTS_RANGE[1]}, got {k}"
-            raise ValueError(msg)
+        wanted = self.k if k is None else result_limit(k)
         if self.return_all:
             return RETURN_ALL_LIMIT, RETURN_ALL_LIMIT
-        wanted = k or self.k
         return wanted, min(2 * wanted, RETURN_ALL_LIMIT)
 
     def _lexical(self) -> TieredLexicalRetriever:

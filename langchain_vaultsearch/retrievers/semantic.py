@@ -22,7 +22,7 @@ from pydantic import ConfigDict, Field
 
 from langchain_vaultsearch.documents import chunk_document
 from langchain_vaultsearch.query_syntax import note_mentions
-from langchain_vaultsearch.search.core import MAX_QUERY_CHARS, MAX_RESULTS_RANGE
+from langchain_vaultsearch.search.core import MAX_QUERY_CHARS, MAX_RESULTS_RANGE, result_limit
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.text.chunking import note_path_from_chunk_id
 
@@ -70,7 +70,7 @@ class VaultSemanticRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        limit = self._limit(k)
+        limit = self.k if k is None else result_limit(k)
         query = (query or "").strip()[:MAX_QUERY_CHARS]
         if not query:
             return []
@@ -86,7 +86,7 @@ class VaultSemanticRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
-        limit = self._limit(k)
+        limit = self.k if k is None else result_limit(k)
         query = (query or "").strip()[:MAX_QUERY_CHARS]
         if not query:
             return []
@@ -94,15 +94,6 @@ class VaultSemanticRetriever(BaseRetriever):
             await asyncio.to_thread(self.index.ensure_fresh)
         hits = await self.index.asearch(query, limit) if self.index.covers(query) else []
         return await asyncio.to_thread(self._documents, query, hits, limit)
-
-    def _limit(self, k: int | None) -> int:
-        if k is None:
-            return self.k
-        low, high = MAX_RESULTS_RANGE
-        if not low <= k <= high:
-            msg = f"k must be between {low} and {high}, got {k}"
-            raise ValueError(msg)
-        return k
 
     def _documents(self, query: str, hits: list[tuple[str, float]], limit: int) -> list[Document]:
         documents: list[Document] = []

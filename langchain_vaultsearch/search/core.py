@@ -335,5 +335,22 @@ def _lowered(terms: list[str]) -> list[str]:
     return list(dict.fromkeys(t.strip().lower() for t in terms if t.strip()))
 
 
+def result_limit(value: object, name: str = "k") -> int:
+    """A per-call result count, checked the one way every retriever checks it.
+
+    Raises:
+        ValueError: not an integer (a bool is not one), or outside 1..100; the message
+            names the option as the caller spells it (`k`, `limit`, `max_results`).
+    """
+    low, high = MAX_RESULTS_RANGE
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an integer, got {value!r}"
+        raise ValueError(msg)
+    if not low <= value <= high:
+        msg = f"{name} must be between {low} and {high}, got {value}"
+        raise ValueError(msg)
+    return value
+
+
 def _clamp(value: int, low: int, high: int) -> int:
     return max(low, min(high, value))
