@@ -43,7 +43,7 @@ class CachedEmbeddings(Embeddings):
         records: IndexRecords,
         model_id: str,
         *,
-        batch_size: int = 64,
+        batch_size: int = 256,
         requests_per_minute: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:

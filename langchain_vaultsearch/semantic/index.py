@@ -194,7 +194,7 @@ class VaultIndex:
         chroma_port: int = 8000,
         collection_name: str | None = None,
         records_path: str | os.PathLike[str] | None = None,
-        batch_size: int = 64,
+        batch_size: int = 256,
         requests_per_minute: float | None = None,
         window_chars: int = WINDOW_CHARS,
         window_overlap: int = WINDOW_OVERLAP,
