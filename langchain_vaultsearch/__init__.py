@@ -24,11 +24,8 @@ from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
 from langchain_vaultsearch.semantic.embeddings import MissingExtraError, load_embeddings
-from langchain_vaultsearch.semantic.index import (
-    EmbeddingModelMismatchError,
-    IndexLockedError,
-    VaultIndex,
-)
+from langchain_vaultsearch.semantic.index import EmbeddingModelMismatchError, VaultIndex
+from langchain_vaultsearch.semantic.lock import IndexLockedError
 from langchain_vaultsearch.time_ranges import (
     TimeRange,
     find_time_expression,

@@ -27,7 +27,8 @@ from langchain_vaultsearch.expansion.expander import QueryExpander
 from langchain_vaultsearch.expansion.terms import ExpandedQuery
 from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
-from langchain_vaultsearch.semantic.index import IndexLockedError, IndexProgress
+from langchain_vaultsearch.semantic.index import IndexProgress
+from langchain_vaultsearch.semantic.lock import IndexLockedError
 from langchain_vaultsearch.service import SEARCH_MODES, SearchMode, VaultSearch
 from langchain_vaultsearch.time_ranges import resolve_time_range
 

@@ -15,8 +15,8 @@ from langchain_vaultsearch.semantic.index import (
     IndexLockedError,
     IndexProgress,
     VaultIndex,
-    _lock_file,
 )
+from langchain_vaultsearch.semantic.lock import lock_file
 from langchain_vaultsearch.semantic.records import IndexRecords
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -177,7 +177,7 @@ def test_an_interrupted_write_is_repaired_without_duplicates(
 def test_a_second_writer_gets_a_clear_error(vault_dir: Path, model: CountingEmbedding) -> None:
     index = make_index(vault_dir, model)
     with index._writer(), pytest.raises(IndexLockedError, match="being written by pid"):
-        _lock_file(index._lock_path)
+        lock_file(index._lock_path)
 
 
 def test_records_file_of_another_kind_is_a_clear_error(tmp_path: Path) -> None:

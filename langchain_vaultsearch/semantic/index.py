@@ -27,7 +27,6 @@ import os
 import re
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,14 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from langchain_vaultsearch.search.chunk_cache import ChunkCache, read_chunks
 from langchain_vaultsearch.semantic.cached_embeddings import CachedEmbeddings
 from langchain_vaultsearch.semantic.embeddings import load_embeddings, require_extra
+from langchain_vaultsearch.semantic.lock import IndexLockedError, lock_file
 from langchain_vaultsearch.semantic.records import IndexRecords, text_hash
+from langchain_vaultsearch.semantic.store_search import (
+    asimilarity,
+    best_per_chunk,
+    fetch_k,
+    similarity,
+)
 from langchain_vaultsearch.semantic.windows import (
     WINDOW_CHARS,
     WINDOW_OVERLAP,
@@ -69,10 +75,6 @@ _CHUNK_CACHE_BYTES = 16 * 1024 * 1024
 # left alone.
 _VECTOR_ID = re.compile(r"#\d+~\d+$")
 _CJK_WORD = re.compile(f"(?:{CJK_RUN.pattern.removesuffix('+')}){{2,}}")
-
-
-class IndexLockedError(RuntimeError):
-    """Another process is writing this vector index."""
 
 
 class EmbeddingModelMismatchError(ValueError):
@@ -426,7 +428,7 @@ class VaultIndex:
             raise IndexLockedError(msg)
         handle: IO[str] | None = None
         try:
-            handle = _lock_file(self._lock_path)
+            handle = lock_file(self._lock_path)
             yield
         finally:
             if handle is not None:
@@ -633,13 +635,13 @@ class VaultIndex:
             query: the query text.
             k: chunks wanted (more windows are fetched, as a chunk may have several).
         """
-        hits = _similarity(self.store, query, _fetch_k(k))
-        return _best_per_chunk(hits, k)
+        hits = similarity(self.store, query, fetch_k(k))
+        return best_per_chunk(hits, k)
 
     async def asearch(self, query: str, k: int) -> list[tuple[str, float]]:
         """Async twin of `search`."""
-        hits = await _asimilarity(self.store, query, _fetch_k(k))
-        return _best_per_chunk(hits, k)
+        hits = await asimilarity(self.store, query, fetch_k(k))
+        return best_per_chunk(hits, k)
 
     def as_retriever(self, **kwargs: Any) -> VaultSemanticRetriever:  # noqa: ANN401
         """This index as a LangChain retriever (`VaultSemanticRetriever`).
@@ -655,75 +657,6 @@ class VaultIndex:
         """Wait for a background refresh and close the records file."""
         self.wait()
         self.records.close()
-
-
-def _lock_file(path: Path) -> IO[str]:
-    """Open and `flock` the lock file; raise `IndexLockedError` when another process has it."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = path.open("a+", encoding="utf-8")
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        msg = (
-            f"The vector index is being written by {holder} (lock {path}); wait for it to "
-            "finish. Several processes sharing one index should use a Chroma server."
-        )
-        raise IndexLockedError(msg) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()}")
-    handle.flush()
-    return handle
-
-
-def _fetch_k(k: int) -> int:
-    """Windows to fetch for k chunks: long chunks hold several windows."""
-    return min(max(3 * k, 20), 300)
-
-
-def _similarity(store: VectorStore, query: str, k: int) -> list[tuple[Document, float]]:
-    hits = store.similarity_search_with_score(query, k=k)
-    return _relevance(store, hits)
-
-
-async def _asimilarity(store: VectorStore, query: str, k: int) -> list[tuple[Document, float]]:
-    hits = await store.asimilarity_search_with_score(query, k=k)
-    return _relevance(store, hits)
-
-
-def _relevance(
-    store: VectorStore, hits: list[tuple[Document, float]]
-) -> list[tuple[Document, float]]:
-    """Scores as similarities in [0, 1], whatever the store returns.
-
-    Stores return distances or similarities; the store's own relevance function says
-    which. A store without one (the in-memory store) returns cosine similarity.
-    """
-    try:
-        to_relevance = store._select_relevance_score_fn()
-    except NotImplementedError:
-
-        def to_relevance(score: float) -> float:
-            return score
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return [(doc, min(1.0, max(0.0, float(to_relevance(score))))) for doc, score in hits]
-
-
-def _best_per_chunk(hits: list[tuple[Document, float]], k: int) -> list[tuple[str, float]]:
-    best: dict[str, float] = {}
-    for doc, score in hits:
-        chunk_id = doc.metadata.get("chunkId")
-        if isinstance(chunk_id, str) and score > best.get(chunk_id, -1.0):
-            best[chunk_id] = score
-    ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
-    return ranked[:k]
 
 
 def _collection_name(root: Path) -> str:
