@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from langchain_vaultsearch.search.recall import PREFIX_WEIGHT, RecallIndex, Vocabulary
+from langchain_vaultsearch.search.vault_documents import apply_changes
 from langchain_vaultsearch.vault.vault import Vault
 
 
@@ -24,7 +25,7 @@ def rewrite(path: Path, text: str, mtime_ns: int) -> None:
 def open_vault(root: Path, **options: object) -> tuple[Vault, RecallIndex]:
     vault = Vault(root, **options)  # type: ignore[arg-type]
     index = RecallIndex()
-    index.apply(vault.refresh())
+    apply_changes(index, vault.refresh())
     return vault, index
 
 

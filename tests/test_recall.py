@@ -17,6 +17,7 @@ from langchain_vaultsearch.search.recall import (
     SortedTerms,
     Vocabulary,
 )
+from langchain_vaultsearch.search.vault_documents import apply_changes
 from langchain_vaultsearch.vault.note_info import VaultChanges
 from langchain_vaultsearch.vault.vault import Vault
 from tests.search_helpers import open_vault, prefix_weight, rewrite, vocabulary, write
@@ -332,7 +333,7 @@ def test_note_edit_replaces_terms(tmp_path: Path) -> None:
     rewrite(note, "delta echo foxtrot", stamp)
     changes = vault.refresh()
     assert [info.path for info, _text in changes.updated] == ["note.md"]
-    index.apply(changes)
+    apply_changes(index, changes)
     assert index.candidates(["alpha"], 10) == []
     assert index.candidates(["bravo"], 10) == []
     assert paths(index.candidates(["echo"], 10)) == ["note.md"]
@@ -346,7 +347,7 @@ def test_note_edit_that_adds_exclusion_tag_hides_note(tmp_path: Path) -> None:
     assert len(index.candidates(["alpha"], 10)) == 2
     note = tmp_path / "note.md"
     rewrite(note, "alpha #private", note.stat().st_mtime_ns + 5_000_000_000)
-    index.apply(vault.refresh())
+    apply_changes(index, vault.refresh())
     assert paths(index.candidates(["alpha"], 10)) == ["other.md"]
 
 
@@ -356,7 +357,7 @@ def test_deletion_removes_note(tmp_path: Path) -> None:
     (tmp_path / "gone.md").unlink()
     changes = vault.refresh()
     assert changes.removed == ("gone.md",)
-    index.apply(changes)
+    apply_changes(index, changes)
     assert paths(index.candidates(["walrus"], 10)) == ["kept.md"]
     assert index.size == 1
 
@@ -365,7 +366,7 @@ def test_added_note_found_after_refresh(tmp_path: Path) -> None:
     write(tmp_path, {"a.md": "walrus"})
     vault, index = open_vault(tmp_path)
     write(tmp_path, {"b.md": "narwhal"})
-    index.apply(vault.refresh())
+    apply_changes(index, vault.refresh())
     assert paths(index.candidates(["narwhal"], 10)) == ["b.md"]
     assert index.size == 2
 
@@ -376,7 +377,7 @@ def test_empty_changes_change_nothing(tmp_path: Path) -> None:
     before = index.candidates(["walrus"], 10)
     changes = vault.refresh()
     assert not changes
-    index.apply(changes)
+    apply_changes(index, changes)
     assert index.candidates(["walrus"], 10) == before
 
 
@@ -420,8 +421,8 @@ def test_one_at_a_time_and_bulk_indexing_agree(tmp_path: Path, count: int) -> No
 def test_compaction_keeps_results_and_drops_retired_notes(tmp_path: Path) -> None:
     write(tmp_path, {"a.md": "walrus", "b.md": "narwhal kraken", "c.md": "walrus kraken"})
     vault, index = open_vault(tmp_path)
-    index.apply(note_changes(vault, {"b.md": "only the kraken now"}))
-    index.apply(VaultChanges(removed=("c.md",)))
+    apply_changes(index, note_changes(vault, {"b.md": "only the kraken now"}))
+    apply_changes(index, VaultChanges(removed=("c.md",)))
     before = {t: index.candidates([t], 10) for t in ("walrus", "narwhal", "kraken", "only")}
     index.compact()
     after = {t: index.candidates([t], 10) for t in ("walrus", "narwhal", "kraken", "only")}
@@ -437,7 +438,7 @@ def test_many_single_edits_compact_automatically(tmp_path: Path) -> None:
     write(tmp_path, {"a.md": "walrus", "b.md": "narwhal"})
     vault, index = open_vault(tmp_path)
     for i in range(COMPACT_DELTA_NOTES + 5):
-        index.apply(note_changes(vault, {"a.md": f"walrus edit{i}"}))
+        apply_changes(index, note_changes(vault, {"a.md": f"walrus edit{i}"}))
     assert index.size == 2
     assert paths(index.candidates([f"edit{COMPACT_DELTA_NOTES + 4}"], 10)) == ["a.md"]
     assert index.candidates(["edit3"], 10) == []
@@ -457,7 +458,7 @@ def test_snapshot_round_trip_ranks_the_same(vault_root: Path) -> None:
     assert [restored.candidates(q, 10) for q in queries] == expected
     assert restored.size == index.size
     # The restored index keeps taking edits.
-    restored.apply(note_changes(vault, {"one.md": "okapi"}))
+    apply_changes(restored, note_changes(vault, {"one.md": "okapi"}))
     assert paths(restored.candidates(["okapi"], 10)) == ["one.md"]
     assert paths(restored.candidates(["zebra"], 10)) == ["rare.md"]
 
@@ -474,7 +475,7 @@ def test_edit_after_a_load_adds_terms_beyond_both_ends_of_the_sorted_terms(
     low, high = "0" + first, "𠀀𠀁"  # brand-new terms sorting before and after all
     assert low < first
     assert high > last
-    restored.apply(note_changes(vault, {"one.md": f"zebra {low} {high} 学期"}))
+    apply_changes(restored, note_changes(vault, {"one.md": f"zebra {low} {high} 学期"}))
     assert restored.vocabulary.has_recent
     for query in (low, high, "𠀀", f"zebra {low}", "学"):
         assert "one.md" in paths(restored.candidates([query], 10)), query
@@ -496,8 +497,10 @@ def test_compaction_folds_recent_terms_into_the_sorted_ones(tmp_path: Path) -> N
     write(tmp_path, {"a.md": "walrus", "b.md": "narwhal", "c.md": "kraken"})
     vault, index = open_vault(tmp_path)
     for i in range(30):
-        index.apply(note_changes(vault, {"a.md": f"walrus fresh{i:02d}", "c.md": f"kraken{i}"}))
-    index.apply(VaultChanges(removed=("b.md",)))
+        apply_changes(
+            index, note_changes(vault, {"a.md": f"walrus fresh{i:02d}", "c.md": f"kraken{i}"})
+        )
+    apply_changes(index, VaultChanges(removed=("b.md",)))
     queries = ["walrus", "fresh", "fresh29", "fresh03", "narwhal", "kraken", "kraken29"]
     before = {q: index.candidates([q], 10) for q in queries}
     assert index.vocabulary.has_recent
@@ -516,12 +519,12 @@ def test_compaction_folds_recent_terms_into_the_sorted_ones(tmp_path: Path) -> N
 def test_bulk_update_merges_its_terms_with_recent_ones(tmp_path: Path) -> None:
     write(tmp_path, {"a.md": "walrus", "b.md": "narwhal"})
     vault, index = open_vault(tmp_path)
-    index.apply(note_changes(vault, {"a.md": "walrus zygote"}))  # "zygote" is recent
+    apply_changes(index, note_changes(vault, {"a.md": "walrus zygote"}))  # "zygote" is recent
     bulk = {f"bulk{i:03d}.md": f"zygote narwhal item{i}" for i in range(BULK_NOTES)}
     write(tmp_path, bulk)
     changes = vault.refresh()
     assert len(changes.updated) == BULK_NOTES
-    index.apply(changes)
+    apply_changes(index, changes)
     assert not index.vocabulary.has_recent
     assert len(index.candidates(["zygote"], 500)) == BULK_NOTES + 1
     assert len(index.candidates(["zyg"], 500)) == BULK_NOTES + 1

@@ -19,6 +19,7 @@ from langchain_vaultsearch.search.index_worker import IndexBuildError, build_ind
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
+from langchain_vaultsearch.search.vault_documents import apply_changes
 from langchain_vaultsearch.vault.vault import Vault
 from tests.conftest import SAMPLE_VAULT, write_vault
 
@@ -300,7 +301,7 @@ def test_background_index_is_saved_for_the_next_process(vault_dir: Path) -> None
 def test_index_is_not_saved_when_the_vault_moved_on(vault_dir: Path) -> None:
     vault = Vault(vault_dir)
     index = RecallIndex()
-    index.apply(vault.refresh())
+    apply_changes(index, vault.refresh())
     built_at = vault.version
     (vault_dir / "Later.md").write_text("later", encoding="utf-8")
     vault.refresh()

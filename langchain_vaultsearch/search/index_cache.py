@@ -34,7 +34,7 @@ from langchain_vaultsearch.search import recall
 from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
 from langchain_vaultsearch.text import tokenize
 from langchain_vaultsearch.vault import markdown, note_records
-from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
+from langchain_vaultsearch.vault.note_info import NoteInfo
 from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ def load_index(
     searchable = [_searchable(vault, note_path) for note_path in snapshot.paths]
     index = RecallIndex.from_snapshot(snapshot, searchable)
     # Notes the vault did not adopt (frontmatter JSON cannot carry) are read again.
-    index.apply(VaultChanges(removed=tuple(p for p in snapshot.paths if p not in current)))
+    index.apply(removed=[p for p in snapshot.paths if p not in current])
     return index, current
 
 

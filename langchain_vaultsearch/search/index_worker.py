@@ -27,6 +27,7 @@ from pathlib import Path
 
 from langchain_vaultsearch.search.index_cache import save_index
 from langchain_vaultsearch.search.recall import RecallIndex
+from langchain_vaultsearch.search.vault_documents import vault_documents
 from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -146,9 +147,7 @@ def _build(request: dict[str, object]) -> Path:
     # Texts are read again one at a time rather than kept from the refresh, so 6,000
     # notes' text is never held at once.
     vault.refresh(keep_text=False)
-    index = RecallIndex.from_notes(
-        list(vault.notes.values()), lambda info: vault.read_text(info.path)
-    )
+    index = RecallIndex.from_documents(vault_documents(vault), len(vault.notes))
     target = request["target"]
     if target is not None and save_index(vault, index, target=Path(str(target))):
         return Path(str(target))

@@ -24,6 +24,7 @@ from langchain_vaultsearch.search.index_cache import index_path, load_index, sav
 from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
+from langchain_vaultsearch.search.vault_documents import apply_changes
 from langchain_vaultsearch.vault.change_feed import ChangeFeed
 from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
 from langchain_vaultsearch.vault.note_records import Stamp
@@ -144,7 +145,7 @@ class LexicalIndex:
 
     def _apply(self, changes: VaultChanges) -> None:
         """Bring the index in line with a change set the feed returned (lock held)."""
-        self.recall.apply(changes)
+        apply_changes(self.recall, changes)
         self._unsaved_notes += len(changes.updated)
 
     def start_build(self) -> None:

@@ -22,14 +22,13 @@ import codecs
 import itertools
 import math
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
-from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
 
 PREFIX_WEIGHT = 0.375
 MAX_PREFIX_EXPANSIONS = 64
@@ -271,13 +270,21 @@ class Vocabulary:
         return expanded
 
 
-def note_meta_text(info: NoteInfo) -> str:
-    """Title, folders, aliases, tags and frontmatter title: where a hit means "about"."""
-    parts = [info.path[:-3].replace("/", " "), *info.parsed.aliases, *info.parsed.tags]
-    title = info.parsed.frontmatter.get("title")
-    if isinstance(title, str):
-        parts.append(title)
-    return " ".join(parts)
+@dataclass(frozen=True)
+class RecallDocument:
+    """One document as recall sees it, whatever its source (a note, a JSONL chunk).
+
+    Attributes:
+        id: the document's id (a vault-relative note path for notes).
+        body: its text.
+        about: what it is about (title, path, aliases, tags): a hit here counts twice.
+        searchable: False keeps it indexed but never returned (exclusion rules).
+    """
+
+    id: str
+    body: str
+    about: str
+    searchable: bool = True
 
 
 @dataclass
@@ -461,7 +468,7 @@ class RecallSnapshot:
 
 
 class RecallIndex:
-    """Postings of every note's terms, kept current from `VaultChanges`.
+    """Postings of every document's terms, kept current by `apply`.
 
     A changed note gets a new id and its old id is retired, so updates never rewrite
     postings; retired ids and edits made one at a time are folded away by a compaction
@@ -483,69 +490,67 @@ class RecallIndex:
         """Number of live notes."""
         return len(self._ids)
 
-    def apply(self, changes: VaultChanges) -> None:
-        """Index added and changed notes and retire removed ones."""
-        for path in changes.removed:
-            self._retire(path)
-        if changes.updated:
-            self._grow(len(self._paths) + len(changes.updated))
-            if len(changes.updated) >= BULK_NOTES:
-                self._index_bulk(changes.updated)
+    def apply(self, updated: Sequence[RecallDocument] = (), removed: Iterable[str] = ()) -> None:
+        """Index added and changed documents and retire removed ones (by id)."""
+        for doc_id in removed:
+            self._retire(doc_id)
+        if updated:
+            self._grow(len(self._paths) + len(updated))
+            if len(updated) >= BULK_NOTES:
+                self._index_bulk(updated)
             else:
-                self._index_each(changes.updated)
+                self._index_each(updated)
         retired = len(self._paths) - len(self._ids)
         if self._delta_notes >= COMPACT_DELTA_NOTES or (
             retired > 1000 and retired > len(self._ids)
         ):
             self.compact()
 
-    def _new_note(self, info: NoteInfo) -> int:
-        self._retire(info.path)
+    def _new_note(self, doc: RecallDocument) -> int:
+        self._retire(doc.id)
         note_id = len(self._paths)
-        self._paths.append(info.path)
-        self._ids[info.path] = note_id
+        self._paths.append(doc.id)
+        self._ids[doc.id] = note_id
         self._live[note_id] = True
-        self._searchable[note_id] = info.searchable
+        self._searchable[note_id] = doc.searchable
         return note_id
 
     @classmethod
-    def from_notes(
-        cls, notes: Sequence[NoteInfo], read: Callable[[NoteInfo], str | None]
-    ) -> RecallIndex:
-        """A new index over notes whose text is read one note at a time.
+    def from_documents(cls, documents: Iterable[RecallDocument], count: int) -> RecallIndex:
+        """A new index over documents produced one at a time.
 
-        A first build this way never holds every note's text at once: the 31 MB of a
+        A first build this way never holds every document's text at once: the 31 MB of a
         6,280-note vault took 46 MB as `str`, on top of the index being built.
 
         Args:
-            notes: the notes' records.
-            read: a note's text; None leaves the note out (it could not be read).
+            documents: the documents, e.g. a generator reading notes one by one.
+            count: how many there will be at most (to size the arrays once).
 
         Returns:
             The index, compacted.
         """
         index = cls()
-        index._grow(len(notes))
-        index._index_bulk((info, text) for info in notes if (text := read(info)) is not None)
+        index._grow(count)
+        index._index_bulk(documents)
         return index
 
     def holds(self, path: str) -> bool:
         """Whether a note is indexed."""
         return path in self._ids
 
-    def _index_bulk(self, notes: Iterable[tuple[NoteInfo, str]]) -> None:
+    def _index_bulk(self, documents: Iterable[RecallDocument]) -> None:
         bulk = _BulkPostings(self.vocabulary.terms())
-        for info, text in notes:
-            note_id = self._new_note(info)
-            bulk.add(note_id, tokenize_mixed(text), tokenize_mixed(note_meta_text(info)))
+        for doc in documents:
+            note_id = self._new_note(doc)
+            bulk.add(note_id, tokenize_mixed(doc.body), tokenize_mixed(doc.about))
         self._rebuild(bulk)
 
-    def _index_each(self, notes: Sequence[tuple[NoteInfo, str]]) -> None:
-        for info, text in notes:
-            note_id = self._new_note(info)
+    def _index_each(self, documents: Sequence[RecallDocument]) -> None:
+        for doc in documents:
+            note_id = self._new_note(doc)
             for postings, terms in (
-                (self._body, tokenize_mixed(text)),
-                (self._meta, tokenize_mixed(note_meta_text(info))),
+                (self._body, tokenize_mixed(doc.body)),
+                (self._meta, tokenize_mixed(doc.about)),
             ):
                 postings.add(note_id, [self.vocabulary.add(term) for term in terms])
             self._delta_notes += 1
