@@ -70,8 +70,7 @@ class VaultSemanticRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        limit = self.k if k is None else result_limit(k)
-        query = (query or "").strip()[:MAX_QUERY_CHARS]
+        query, limit = self._prepared(query, k)
         if not query:
             return []
         if self.refresh:
@@ -86,14 +85,17 @@ class VaultSemanticRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
-        limit = self.k if k is None else result_limit(k)
-        query = (query or "").strip()[:MAX_QUERY_CHARS]
+        query, limit = self._prepared(query, k)
         if not query:
             return []
         if self.refresh:
             await asyncio.to_thread(self.index.ensure_fresh)
         hits = await self.index.asearch(query, limit) if self.index.covers(query) else []
         return await asyncio.to_thread(self._documents, query, hits, limit)
+
+    def _prepared(self, query: str, k: int | None) -> tuple[str, int]:
+        """The query as searched (trimmed, at most 1,000 characters) and the result count."""
+        return (query or "").strip()[:MAX_QUERY_CHARS], self.k if k is None else result_limit(k)
 
     def _documents(self, query: str, hits: list[tuple[str, float]], limit: int) -> list[Document]:
         documents: list[Document] = []
