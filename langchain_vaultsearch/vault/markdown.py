@@ -100,6 +100,13 @@ _FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MAX_FLOW_BRACKETS_FOR_LIBYAML = 1000
 _TAG_SEPARATORS = re.compile(r"[,\s]+")
 
+MAX_FRONTMATTER_VALUES = 10_000
+"""Values (aliases expanded) a note's frontmatter may hold; real notes hold tens."""
+MAX_FRONTMATTER_DEPTH = 32
+"""Nesting a note's frontmatter may have."""
+MAX_FRONTMATTER_CHARS = 200_000
+"""Characters of string values a note's frontmatter may hold."""
+
 _TAG_KEYS = frozenset({"tags", "tag"})
 _ALIAS_KEYS = frozenset({"aliases", "alias"})
 _MAX_LIST_VALUES = 10
@@ -136,12 +143,48 @@ def parse_frontmatter(text: str) -> tuple[dict[str, Any], int, str | None]:
         # ValueError: PyYAML builds `2024-13-45` into a date and the constructor rejects it.
         first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return {}, body_start, f"invalid YAML: {first_line}"
+    bounds = _bounds_error(data)
+    if bounds is not None:
+        return {}, body_start, bounds
     if isinstance(data, dict):
         return {str(key): value for key, value in data.items()}, body_start, None
     if data is None and _YAML_CONTENT.search(block) is None:
         return {}, body_start, None
     kind = "null" if data is None else type(data).__name__
     return {}, body_start, f"frontmatter is {kind}, not a mapping"
+
+
+def _bounds_error(data: object) -> str | None:
+    """Why parsed frontmatter is too big to keep, or None when it is within bounds.
+
+    YAML aliases let 400 bytes stand for a billion values ("billion laughs": each level
+    repeats the one before nine times); PyYAML builds them as shared objects, cheaply,
+    but everything that later walks them (property values, saved records, JSON) does
+    the billion. Deep nesting breaks recursive walkers the same way. So the values are
+    counted as a walker would see them, aliases expanded, iteratively and stopping at
+    the first bound crossed: the cost is at most `MAX_FRONTMATTER_VALUES` steps.
+    """
+    budget = MAX_FRONTMATTER_VALUES
+    chars = 0
+    stack: list[tuple[object, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return (
+                f"frontmatter too large: over {MAX_FRONTMATTER_VALUES:,} values once aliases expand"
+            )
+        if depth > MAX_FRONTMATTER_DEPTH:
+            return f"frontmatter nested deeper than {MAX_FRONTMATTER_DEPTH} levels"
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+        elif isinstance(value, (list, tuple, set)):
+            stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, (str, bytes)):
+            chars += len(value)
+            if chars > MAX_FRONTMATTER_CHARS:
+                return f"frontmatter too large: over {MAX_FRONTMATTER_CHARS:,} characters of values"
+    return None
 
 
 def extract_headings(text: str) -> list[Heading]:
