@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import threading
 import time
 from collections import Counter
@@ -38,6 +39,9 @@ from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
 logger = logging.getLogger(__name__)
 
 MAX_NOTE_BYTES = 10 * 1024 * 1024
+# A Windows drive (`C:`) as a path's first part: absolute, so refused. A colon elsewhere
+# in a name (`Re: budget.md`, `Meetings: 2024/`) is an ordinary file name on POSIX.
+_DRIVE = re.compile(r"[A-Za-z]:")
 
 
 class _Listing(NamedTuple):
@@ -63,9 +67,11 @@ def decode_note(data: bytes) -> str:
         data: raw file content.
 
     Returns:
-        The text with invalid UTF-8 replaced, the BOM dropped and line endings `\\n`.
+        The text with invalid bytes replaced, the BOM dropped and line endings `\\n`.
+        UTF-8 unless a UTF-16 byte order mark says otherwise (Windows tools write those).
     """
-    text = data.decode("utf-8", errors="replace")
+    encoding = "utf-16" if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8"
+    text = data.decode(encoding, errors="replace")
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\r" in text:
@@ -661,6 +667,6 @@ def _relative_parts(path: str) -> tuple[str, ...] | None:
     if not path or path.startswith(("/", "\\")) or "\x00" in path:
         return None
     parts = PurePosixPath(path.replace("\\", "/")).parts
-    if any(part == ".." for part in parts) or (parts and ":" in parts[0]):
+    if any(part == ".." for part in parts) or (parts and _DRIVE.fullmatch(parts[0])):
         return None
     return parts

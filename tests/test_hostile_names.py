@@ -1,0 +1,35 @@
+"""File names and encodings a real vault has: colons in names, UTF-16 notes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_vaultsearch import FilterRetriever, TieredLexicalRetriever
+from langchain_vaultsearch.vault.vault import Vault, decode_note
+
+
+def test_colons_in_top_level_names_are_found_and_resolve(tmp_path: Path) -> None:
+    vault_dir = tmp_path / "vault"
+    (vault_dir / "Meetings: 2024").mkdir(parents=True)
+    (vault_dir / "Re: budget.md").write_text("colonfileword budget talk\n", encoding="utf-8")
+    (vault_dir / "Meetings: 2024" / "Daily.md").write_text("zebrafish standup\n", encoding="utf-8")
+    vault = Vault(vault_dir, watch=False)
+    lexical = TieredLexicalRetriever(vault=vault, k=3)
+    assert [d.metadata["path"] for d in lexical.invoke("colonfileword")] == ["Re: budget.md"]
+    assert [d.metadata["path"] for d in lexical.invoke("zebrafish")] == ["Meetings: 2024/Daily.md"]
+    found = FilterRetriever(vault=vault).find("what about [[Re: budget]]?")
+    assert [d.metadata["path"] for d in found.documents] == ["Re: budget.md"]
+    assert vault.safe_path("C:/Windows/system.ini") is None  # a drive is still absolute
+    assert vault.safe_path("Re: budget.md") == vault.root / "Re: budget.md"
+
+
+def test_utf16_notes_with_a_bom_are_read(tmp_path: Path) -> None:
+    vault_dir = tmp_path / "vault"
+    vault_dir.mkdir()
+    (vault_dir / "Windows.md").write_bytes("# Notiz\r\n\r\nÜberweisung quokka\r\n".encode("utf-16"))
+    (vault_dir / "Big.md").write_bytes("capybara".encode("utf-16-be").join([b"\xfe\xff", b""]))
+    docs = TieredLexicalRetriever(vault_path=str(vault_dir), k=2).invoke("quokka")
+    assert [d.metadata["path"] for d in docs] == ["Windows.md"]
+    assert "Überweisung quokka" in docs[0].page_content
+    assert decode_note("é".encode("utf-16-le").join([b"\xff\xfe", b""])) == "é"
+    assert decode_note(b"\xef\xbb\xbfplain") == "plain"
