@@ -160,6 +160,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"vaultsearch: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("vaultsearch: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`vaultsearch search ... | head`): nothing left to say. Point
+        # stdout at /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _open(

@@ -136,7 +136,7 @@ class FilterRetriever(BaseModel):
     """Vault folder; `~` is expanded. Ignored when `vault` is given."""
     vault: Vault | None = Field(default=None, exclude=True, repr=False)
     """A `Vault` shared with other retrievers, so the vault is scanned once."""
-    limit: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1])
+    limit: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1], strict=True)
     """Most documents per query; also `find(..., limit=...)`."""
     inclusions: list[str] | str | None = None
     """Rules a tag or time match must satisfy (mentions are exempt); own vault only."""

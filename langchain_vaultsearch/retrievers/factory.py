@@ -73,7 +73,7 @@ class RetrieverFactory(BaseRetriever):
         default=None, exclude=True, repr=False
     )
     """Returns True while the self-hosted retriever can serve; errors count as False."""
-    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1])
+    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1], strict=True)
     """Results per query."""
     fusion: FusionMethod = "calibrated"
     """Fusion of merged search."""

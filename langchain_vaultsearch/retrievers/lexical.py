@@ -71,7 +71,7 @@ class TieredLexicalRetriever(BaseRetriever):
     """Vault folder; `~` is expanded. Ignored when `vault` is given."""
     vault: Vault | None = Field(default=None, exclude=True, repr=False)
     """A `Vault` shared with other retrievers, so the vault is scanned once."""
-    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1])
+    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1], strict=True)
     """Results per query (the original's maxK)."""
     salient_terms: list[str] = Field(default_factory=list)
     """Extra ranking terms added to every query's salient terms."""

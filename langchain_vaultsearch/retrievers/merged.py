@@ -71,7 +71,7 @@ class MergedSemanticRetriever(BaseRetriever):
     """The vector index of the vault."""
     vault_path: str | None = None
     """The vault folder; must be the index's when given."""
-    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1])
+    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1], strict=True)
     """Results per query."""
     return_all: bool = False
     """Up to 100 results, each side asked for 100."""

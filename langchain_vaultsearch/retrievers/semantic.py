@@ -60,7 +60,7 @@ class VaultSemanticRetriever(BaseRetriever):
 
     index: VaultIndex = Field(exclude=True, repr=False)
     """The vector index."""
-    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1])
+    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1], strict=True)
     """Results per query."""
     min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Cosine similarity a chunk needs to be returned."""
