@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
+import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -353,3 +356,26 @@ def test_malformed_record_is_a_value_error(damage: dict[str, object]) -> None:
 def test_index_policy_refuses_negative_counts() -> None:
     with pytest.raises(ValueError, match="must not be negative"):
         IndexPolicy(save_after_notes=-1)
+
+
+def test_stale_temporary_files_of_killed_writers_are_removed_at_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(5))
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    cache = root / ".vaultsearch"
+    cache.mkdir()
+    hour_ago = time.time() - 3600
+    stale = [cache / "tmpab12cd.tmp", temporary / "vaultsearch-x1y2.npz"]
+    fresh = [cache / "tmpfresh.tmp", temporary / "vaultsearch-fresh.npz"]
+    other = temporary / "someone-else.npz"
+    for path in [*stale, *fresh, other]:
+        path.write_bytes(b"half-written")
+    for path in [*stale, other]:
+        os.utime(path, (hour_ago, hour_ago))
+    SearchCore(Vault(root), policy=IndexPolicy(persist=False)).retrieve("walrus")
+    assert not any(path.exists() for path in stale)
+    assert all(path.exists() for path in fresh)  # a write may be in progress
+    assert other.exists()  # not ours

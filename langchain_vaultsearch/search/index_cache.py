@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,6 +41,10 @@ from langchain_vaultsearch.vault.vault import Vault
 logger = logging.getLogger(__name__)
 
 CACHE_FOLDER = ".vaultsearch"
+STALE_TEMPORARY_S = 600.0
+"""A temporary index file this old belongs to no write in progress."""
+WORKER_FILE_PREFIX = "vaultsearch-"
+"""How an index process names the file it writes for its parent in the temp folder."""
 INDEX_FILE = "lexical-index.npz"
 # The archive member holding the format key, note paths and note records, as JSON.
 HEADER = "header.json"
@@ -109,6 +114,32 @@ def save_index(
         logger.info("Not saving the search index to %s: %s", target, exc)
         return False
     return True
+
+
+def remove_stale_temporaries(vault: Vault, older_than_s: float = STALE_TEMPORARY_S) -> int:
+    """Delete what killed writers left behind; returns how many files went.
+
+    A save writes `<vault>/.vaultsearch/tmpXXXX.tmp` and renames it; an index process with
+    `persist_index=False` writes `<tmp>/vaultsearch-XXXX.npz` for its parent. Killed at the
+    wrong moment (kill -9, a power cut) they stay for good. Files older than
+    `older_than_s` are well past any write in progress, so they are removed.
+    """
+    cutoff = time.time() - older_than_s
+    candidates = [
+        *index_path(vault).parent.glob("tmp*.tmp"),
+        *Path(tempfile.gettempdir()).glob(f"{WORKER_FILE_PREFIX}*.npz"),
+    ]
+    removed = 0
+    for path in candidates:
+        try:
+            if path.is_file() and not path.is_symlink() and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except OSError as exc:
+            logger.debug("Could not remove the stale file %s: %s", path, exc)
+    if removed:
+        logger.info("Removed %d stale temporary index file(s) of %s", removed, vault.root)
+    return removed
 
 
 def load_index(

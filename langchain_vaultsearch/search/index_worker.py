@@ -25,7 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from langchain_vaultsearch.search.index_cache import save_index
+from langchain_vaultsearch.search.index_cache import WORKER_FILE_PREFIX, save_index
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.vault_documents import vault_documents
 from langchain_vaultsearch.vault.vault import Vault
@@ -151,7 +151,7 @@ def _build(request: dict[str, object]) -> Path:
     target = request["target"]
     if target is not None and save_index(vault, index, target=Path(str(target))):
         return Path(str(target))
-    handle, name = tempfile.mkstemp(prefix="vaultsearch-", suffix=".npz")
+    handle, name = tempfile.mkstemp(prefix=WORKER_FILE_PREFIX, suffix=".npz")
     os.close(handle)
     temporary = Path(name)
     try:

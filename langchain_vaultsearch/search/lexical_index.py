@@ -20,7 +20,12 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from langchain_vaultsearch.search.index_cache import index_path, load_index, save_index
+from langchain_vaultsearch.search.index_cache import (
+    index_path,
+    load_index,
+    remove_stale_temporaries,
+    save_index,
+)
 from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
@@ -104,8 +109,10 @@ class LexicalIndex:
                 # The build's own index file may be there already: the builder loads it.
                 self._scan.refresh()
                 return
-            if not self.feed.started and self.policy.persist:
-                self._restore()
+            if not self.feed.started:
+                remove_stale_temporaries(self.vault)
+                if self.policy.persist:
+                    self._restore()
             files = self._files_to_scan()
             if files is not None:
                 self._scan = ScanRecall(self.vault, files)
