@@ -379,3 +379,64 @@ def test_stale_temporary_files_of_killed_writers_are_removed_at_the_next_start(
     assert not any(path.exists() for path in stale)
     assert all(path.exists() for path in fresh)  # a write may be in progress
     assert other.exists()  # not ours
+
+
+def test_a_hostile_header_is_removed_and_rebuilt_not_trusted_for_good(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    expected = results(SearchCore(Vault(root), policy=SMALL))
+    path = index_path(Vault(root))
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members[HEADER] = b"[" * 100_000 + b"]" * 100_000  # JSON nested past any recursion limit
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with caplog.at_level(logging.WARNING):
+        assert results(SearchCore(Vault(root), policy=SMALL)) == expected
+    assert "Ignoring the saved search index" in caplog.text
+    assert "(removed; it is rebuilt)" in caplog.text
+    with zipfile.ZipFile(path) as archive:  # saved again by that search
+        assert json.loads(archive.read(HEADER))["paths"]
+
+
+def test_a_deflate_bomb_is_refused_before_it_inflates(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    path = index_path(Vault(root))
+    path.parent.mkdir()
+    zeros = b"\0" * (1 << 20)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(HEADER, b"{}")
+        with archive.open("terms.npy", "w", force_zip64=True) as member:
+            for _ in range(300):  # 300 MB of zeros, ~300 KB on disk
+                member.write(zeros)
+    assert path.stat().st_size < 2_000_000
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        assert load_index(Vault(root)) is None
+    assert time.monotonic() - started < 2.0
+    assert "would inflate to 314,572,802 bytes" in caplog.text
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_an_index_folder_that_is_a_file_or_a_link_is_refused_aloud(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder = root / ".vaultsearch"
+    if kind == "file":
+        folder.write_text("not a folder", encoding="utf-8")
+    else:
+        folder.symlink_to(elsewhere, target_is_directory=True)
+    with caplog.at_level(logging.WARNING):
+        found = SearchCore(Vault(root), policy=SMALL).retrieve("walrus").results
+    assert found
+    assert found[0].engine == "fulltext"
+    assert f"it is {'not a folder' if kind == 'file' else 'a symbolic link'}" in caplog.text
+    assert list(elsewhere.iterdir()) == []  # nothing written through the link

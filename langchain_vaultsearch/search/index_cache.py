@@ -41,6 +41,10 @@ from langchain_vaultsearch.vault.vault import Vault
 logger = logging.getLogger(__name__)
 
 CACHE_FOLDER = ".vaultsearch"
+MAX_INFLATION = 50
+"""How many times its size a saved index may inflate to (ours: a few times)."""
+INFLATION_ALLOWANCE = 16 * 1024 * 1024
+"""Bytes of inflation any saved index may have, for small files."""
 STALE_TEMPORARY_S = 600.0
 """A temporary index file this old belongs to no write in progress."""
 WORKER_FILE_PREFIX = "vaultsearch-"
@@ -93,6 +97,10 @@ def save_index(
         return False
     header = {"format": format_key(), "paths": snapshot.paths, "notes": records}
     target = target or index_path(vault)
+    refused = _refused_folder(target.parent)
+    if refused is not None:
+        logger.warning("Not saving the search index in %s: %s", target.parent, refused)
+        return False
     try:
         target.parent.mkdir(exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
@@ -125,10 +133,9 @@ def remove_stale_temporaries(vault: Vault, older_than_s: float = STALE_TEMPORARY
     `older_than_s` are well past any write in progress, so they are removed.
     """
     cutoff = time.time() - older_than_s
-    candidates = [
-        *index_path(vault).parent.glob("tmp*.tmp"),
-        *Path(tempfile.gettempdir()).glob(f"{WORKER_FILE_PREFIX}*.npz"),
-    ]
+    folder = index_path(vault).parent
+    ours = [] if _refused_folder(folder) is not None else list(folder.glob("tmp*.tmp"))
+    candidates = [*ours, *Path(tempfile.gettempdir()).glob(f"{WORKER_FILE_PREFIX}*.npz")]
     removed = 0
     for path in candidates:
         try:
@@ -161,9 +168,14 @@ def load_index(
         raised).
     """
     path = path or index_path(vault)
+    refused = _refused_folder(path.parent)
+    if refused is not None:
+        logger.warning("Not reading a saved search index from %s: %s", path.parent, refused)
+        return None
     if not path.is_file():
         return None
     try:
+        _check_sizes(path)
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(data[HEADER]) if HEADER in data.files else {}
             if not isinstance(header, dict):
@@ -183,14 +195,57 @@ def load_index(
             current = vault.unchanged_notes(header["notes"])
         else:
             current = dict(vault.notes)
-    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
-        logger.warning("Ignoring the saved search index %s: %s", path, exc)
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        EOFError,
+        zipfile.BadZipFile,
+        RecursionError,
+        MemoryError,
+    ) as exc:
+        # Anyone with the folder can change the file: it is input, not state. A file that
+        # fails is removed, so the next save replaces it instead of failing every start.
+        reason = str(exc)[:200] or type(exc).__name__
+        logger.warning(
+            "Ignoring the saved search index %s: %s (removed; it is rebuilt)", path, reason
+        )
+        path.unlink(missing_ok=True)
         return None
     searchable = [_searchable(vault, note_path) for note_path in snapshot.paths]
     index = RecallIndex.from_snapshot(snapshot, searchable)
     # Notes the vault did not adopt (frontmatter JSON cannot carry) are read again.
     index.apply(removed=[p for p in snapshot.paths if p not in current])
     return index, current
+
+
+def _refused_folder(folder: Path) -> str | None:
+    """Why the index folder must not be used, or None.
+
+    A symlink could point the writes anywhere (a synced vault is anyone's input), and a
+    plain file in its place would fail every save; both are said at WARNING, not hidden.
+    """
+    if folder.is_symlink():
+        return "it is a symbolic link; remove it to let the index be saved"
+    if folder.exists() and not folder.is_dir():
+        return "it is not a folder; remove it to let the index be saved"
+    return None
+
+
+def _check_sizes(path: Path) -> None:
+    """Refuse an archive whose members would inflate far beyond the file (a deflate bomb).
+
+    Our own files compress numbers and JSON a few times over; a member claiming more than
+    `MAX_INFLATION` times the file's size (plus `INFLATION_ALLOWANCE`) was not written by
+    us, and is refused before a byte is decompressed.
+    """
+    limit = MAX_INFLATION * path.stat().st_size + INFLATION_ALLOWANCE
+    with zipfile.ZipFile(path) as archive:
+        claimed = sum(info.file_size for info in archive.infolist())
+    if claimed > limit:
+        msg = f"its members would inflate to {claimed:,} bytes (at most {limit:,} expected)"
+        raise ValueError(msg)
 
 
 def _postings_from(
