@@ -440,3 +440,20 @@ def test_an_index_folder_that_is_a_file_or_a_link_is_refused_aloud(
     assert found[0].engine == "fulltext"
     assert f"it is {'not a folder' if kind == 'file' else 'a symbolic link'}" in caplog.text
     assert list(elsewhere.iterdir()) == []  # nothing written through the link
+
+
+def test_forged_heading_offsets_in_saved_records_are_not_trusted(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    expected = results(SearchCore(Vault(root), policy=SMALL))
+    path = index_path(Vault(root))
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    header = json.loads(members[HEADER])
+    for record in header["notes"]:
+        record["headings"] = [[1, "Forged", 10**9]]
+        record["body_start"] = 10**9
+    members[HEADER] = json.dumps(header).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    assert results(SearchCore(Vault(root), policy=SMALL)) == expected

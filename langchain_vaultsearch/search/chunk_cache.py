@@ -169,8 +169,32 @@ def read_chunks(
     if read is None:
         return None
     text, unchanged = read
-    parsed = info.parsed if unchanged else parse_note(text)
+    parsed = info.parsed if unchanged and _fits(info.parsed, text) else parse_note(text)
     return parsed, chunk_note(info.path, text, parsed.headings, parsed.body_start, max_chars)
+
+
+def _fits(parsed: ParsedNote, text: str) -> bool:
+    """Whether a record's offsets can describe this text (a saved record may be forged).
+
+    A record adopted from a saved index says where the note's headings are; offsets past
+    the text, or a heading that is not where it says, would cut the note wrongly or not at
+    all. Checking costs a comparison per heading; a mismatch parses the note again.
+    """
+    if not 0 <= parsed.body_start <= len(text):
+        return False
+    return all(
+        0 <= heading.start < len(text)
+        and text.startswith("#", heading.start + _indent(text, heading.start))
+        for heading in parsed.headings
+    )
+
+
+def _indent(text: str, start: int) -> int:
+    """Spaces before a heading's `#` (markdown allows up to three)."""
+    end = start
+    while end < len(text) and end - start < 3 and text[end] == " ":
+        end += 1
+    return end - start
 
 
 def _frontmatter_title(frontmatter: dict[str, object]) -> str:
