@@ -33,3 +33,23 @@ def test_utf16_notes_with_a_bom_are_read(tmp_path: Path) -> None:
     assert "Überweisung quokka" in docs[0].page_content
     assert decode_note("é".encode("utf-16-le").join([b"\xff\xfe", b""])) == "é"
     assert decode_note(b"\xef\xbb\xbfplain") == "plain"
+
+
+def test_composed_and_decomposed_names_find_each_other(tmp_path: Path) -> None:
+    nfd, nfc = "Cafe\u0301 Me\u0301nu", "Caf\u00e9 M\u00e9nu"
+    vault_dir = tmp_path / "vault"
+    vault_dir.mkdir()
+    (vault_dir / f"{nfd}.md").write_text(
+        f"# {nfd}\n\nEspresso r\u00e9sum\u00e9\n", encoding="utf-8"
+    )
+    (vault_dir / "Links.md").write_text(f"See [[{nfc}]].\n", encoding="utf-8")
+    vault = Vault(vault_dir, watch=False)
+    vault.refresh()
+    assert vault.resolve(nfc) == f"{nfd}.md"
+    assert vault.resolve(nfd) == f"{nfd}.md"
+    assert vault.backlinks(f"{nfd}.md") == frozenset({"Links.md"})
+    lexical = TieredLexicalRetriever(vault=vault, k=2)
+    assert lexical.invoke("caf\u00e9 m\u00e9nu")[0].metadata["path"] == f"{nfd}.md"
+    assert lexical.invoke("re\u0301sume\u0301")[0].metadata["path"] == f"{nfd}.md"
+    found = FilterRetriever(vault=vault).find(f"what is on the [[{nfc}]]?")
+    assert [d.metadata["path"] for d in found.documents] == [f"{nfd}.md"]

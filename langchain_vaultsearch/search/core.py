@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -328,7 +329,9 @@ def _vocabulary_of(chunks: list[IndexedChunk]) -> Vocabulary:
 
 
 def _clean_query(query: str) -> str:
-    return (query or "").strip()[:MAX_QUERY_CHARS].strip()
+    """The query trimmed and composed (NFC): `re\u0301sume\u0301` is the word `résumé`."""
+    query = (query or "").strip()[:MAX_QUERY_CHARS].strip()
+    return query if query.isascii() else unicodedata.normalize("NFC", query)
 
 
 def _lowered(terms: list[str]) -> list[str]:

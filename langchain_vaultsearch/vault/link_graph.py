@@ -8,6 +8,7 @@ walks or watches its folders.
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections import Counter, defaultdict
 
 from langchain_vaultsearch.vault.note_info import NoteInfo
@@ -24,14 +25,14 @@ class LinkGraph:
     """
 
     def __init__(self, notes: dict[str, NoteInfo]) -> None:
-        self._paths = {path.lower(): path for path in notes}
+        self._paths = {_fold(path): path for path in notes}
         by_name: defaultdict[str, list[str]] = defaultdict(list)
         by_alias: defaultdict[str, list[str]] = defaultdict(list)
         self.folder_sizes: Counter[str] = Counter()
         for path, info in notes.items():
-            by_name[info.title.lower()].append(path)
+            by_name[_fold(info.title)].append(path)
             for alias in info.parsed.aliases:
-                by_alias[alias.strip().lower()].append(path)
+                by_alias[_fold(alias.strip())].append(path)
             self.folder_sizes[info.folder] += 1
         self._by_name = {name: _shortest(paths, name) for name, paths in by_name.items()}
         self._by_alias = {name: _shortest(paths, name) for name, paths in by_alias.items()}
@@ -48,7 +49,7 @@ class LinkGraph:
 
     def resolve(self, name: str) -> str | None:
         """The note a link target names, None when none does (or it climbs out)."""
-        key = name.strip().replace("\\", "/").lower()
+        key = _fold(name.strip().replace("\\", "/"))
         if not key or key.startswith("../") or "/../" in key:
             return None
         key = key.lstrip("/")
@@ -60,10 +61,19 @@ class LinkGraph:
         if "/" in stem:
             tail = stem.rsplit("/", 1)[1]
             candidate = self._by_name.get(tail)
-            if candidate and candidate.lower().endswith(stem + ".md"):
+            if candidate and _fold(candidate).endswith(stem + ".md"):
                 return candidate
             return None
         return self._by_name.get(stem) or self._by_alias.get(stem)
+
+
+def _fold(name: str) -> str:
+    """A name as links compare it: case-insensitive, and NFC whatever the file system wrote.
+
+    macOS writes file names decomposed (NFD) while keyboards type composed text (NFC):
+    `[[Café]]` must find `Café.md` either way.
+    """
+    return (name if name.isascii() else unicodedata.normalize("NFC", name)).lower()
 
 
 def _shortest(paths: list[str], name: str) -> str:
