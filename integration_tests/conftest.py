@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from pytest_socket import disable_socket, enable_socket
 
 from langchain_vaultsearch.cli import CHAT_MODEL_ENV, DEFAULT_CHAT_MODEL
 from langchain_vaultsearch.semantic.embeddings import bundled_minilm_path, load_embeddings
@@ -50,8 +51,16 @@ def minilm_spec() -> str:
 
 @pytest.fixture(scope="session")
 def minilm_embeddings(minilm_spec: str) -> Embeddings:
-    """The real all-MiniLM-L6-v2 (loaded once per session)."""
-    return load_embeddings(minilm_spec)
+    """The real all-MiniLM-L6-v2 (loaded once per session), with sockets off while it loads.
+
+    Blocking sockets proves the load needs no network: a model that tried to reach the hub
+    would fail here, not quietly download on a developer's machine and break in CI.
+    """
+    disable_socket(allow_unix_socket=True)
+    try:
+        return load_embeddings(minilm_spec)
+    finally:
+        enable_socket()
 
 
 @dataclass(frozen=True)
@@ -72,8 +81,10 @@ def _free_port() -> int:
 def _answers(host: str, port: int) -> bool:
     import urllib.request
 
+    # No proxy: an HTTP(S)_PROXY in the environment must not carry a loopback probe away.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with urllib.request.urlopen(f"http://{host}:{port}/api/v2/heartbeat", timeout=1):
+        with opener.open(f"http://{host}:{port}/api/v2/heartbeat", timeout=1):
             return True
     except OSError:
         return False
@@ -93,6 +104,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaSe
         [chroma, "run", "--host", host, "--port", str(port), "--path", str(path / "data")],
         stdout=log,
         stderr=subprocess.STDOUT,
+        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},  # a test server reports nothing
     )
     deadline = time.monotonic() + CHROMA_START_TIMEOUT_S
     while not _answers(host, port):
