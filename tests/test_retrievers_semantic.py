@@ -210,6 +210,8 @@ def test_factory_chooses_merged_lexical_or_self_host(index: VaultIndex, vault_di
     assert docs[0].metadata["path"] == OAUTH
     factory.invoke("#ops")
     assert str(factory.retriever_type) == "lexical"
+    factory.invoke("deploys", salient_terms=["#ops"])  # a tag an LLM tool call picked
+    assert str(factory.retriever_type) == "lexical"
     assert RetrieverFactory(vault_path=str(vault_dir)).retriever_type == "lexical"
 
 

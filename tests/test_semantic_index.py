@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from langchain_vaultsearch.semantic.index import (
     EmbeddingModelMismatchError,
     IndexLockedError,
     IndexProgress,
+    RefreshReport,
     VaultIndex,
 )
 from langchain_vaultsearch.semantic.lock import lock_file
@@ -77,6 +79,32 @@ def test_first_refresh_embeds_every_searchable_note_and_verifies_clean(
     check = index.verify()
     assert check.ok, check
     assert check.orphans == []
+
+
+def test_arefresh_indexes_while_the_event_loop_keeps_running(
+    vault_dir: Path, model: CountingEmbedding
+) -> None:
+    index = make_index(vault_dir, model)
+
+    async def refresh_and_tick() -> tuple[RefreshReport, int]:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.create_task(tick())
+        report = await index.arefresh()
+        ticker.cancel()
+        return report, ticks
+
+    report, ticks = asyncio.run(refresh_and_tick())
+    assert ticks > 0  # the loop ran other work while the refresh was under way
+    assert report.added
+    assert report.texts_embedded == model.texts > 0
+    assert index.verify().ok
 
 
 def test_touch_rename_and_restart_embed_nothing(

@@ -119,13 +119,15 @@ class RetrieverFactory(BaseRetriever):
         """The lexical retriever every choice falls back to (shared with merged search)."""
         return self._lexical
 
-    def choose(self, query: str) -> RetrieverType:
+    def choose(self, query: str, salient_terms: Sequence[str] | None = None) -> RetrieverType:
         """Which retriever a query runs, without running it.
 
         Args:
             query: the query.
+            salient_terms: terms a caller picked; a `#tag` among them forces lexical
+                search as a tag in the query does.
         """
-        if parse_query(query).needs_lexical:
+        if parse_query(query, salient_terms=salient_terms).needs_lexical:
             return "lexical"
         if self.self_host_retriever is not None and self._self_host_healthy():
             return "self-host"
@@ -141,8 +143,10 @@ class RetrieverFactory(BaseRetriever):
             logger.warning("The self-hosted retriever's health check failed", exc_info=True)
             return False
 
-    def _pick(self, query: str) -> tuple[RetrieverType, BaseRetriever]:
-        kind = self.choose(query)
+    def _pick(
+        self, query: str, salient_terms: Sequence[str] | None
+    ) -> tuple[RetrieverType, BaseRetriever]:
+        kind = self.choose(query, salient_terms)
         with self._lock:
             self._last_type = kind
         if kind == "self-host" and self.self_host_retriever is not None:
@@ -159,7 +163,7 @@ class RetrieverFactory(BaseRetriever):
         k: int | None = None,
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
-        kind, retriever = self._pick(query)
+        kind, retriever = self._pick(query, salient_terms)
         config: Any = {"callbacks": run_manager.get_child()}
         return retriever.invoke(
             query, config, **_kwargs(kind, self.k if k is None else k, salient_terms)
@@ -173,7 +177,7 @@ class RetrieverFactory(BaseRetriever):
         k: int | None = None,
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
-        kind, retriever = self._pick(query)
+        kind, retriever = self._pick(query, salient_terms)
         config: Any = {"callbacks": run_manager.get_child()}
         return await retriever.ainvoke(
             query, config, **_kwargs(kind, self.k if k is None else k, salient_terms)

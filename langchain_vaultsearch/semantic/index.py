@@ -20,6 +20,7 @@ both sides and fusion can dedupe on it. What it adds is what embedding costs dem
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
@@ -380,6 +381,25 @@ class VaultIndex:
             self._background.join()
         with self._writer():
             return self._write(self._pull(), on_progress)
+
+    async def arefresh(
+        self, on_progress: Callable[[IndexProgress], None] | None = None
+    ) -> RefreshReport:
+        """Async `refresh`, in a worker thread so the event loop keeps serving meanwhile.
+
+        A thread, not the model's `aembed_documents`: the records, the lock and most
+        stores are synchronous, and a local model computes on the CPU either way.
+
+        Args:
+            on_progress: called after each batch (from the worker thread).
+
+        Returns:
+            What was added, updated, removed and embedded.
+
+        Raises:
+            IndexLockedError: another process is writing this index.
+        """
+        return await asyncio.to_thread(self.refresh, on_progress)
 
     def ensure_fresh(self) -> RefreshReport | None:
         """Catch up with edits before a query, without making the query wait long.

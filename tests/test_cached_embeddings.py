@@ -1,36 +1,17 @@
-"""load_embeddings specs, the missing-extra error, and the model behind the index's cache."""
+"""The model behind the index's cache: batches, rate-limit retries, requests per minute.
+
+The embedding specs and the missing-extra error are tested in test_embeddings_spec.py.
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
-from langchain_vaultsearch import MissingExtraError, load_embeddings
 from langchain_vaultsearch.semantic.cached_embeddings import CachedEmbeddings, is_rate_limit_error
-from langchain_vaultsearch.semantic.embeddings import require_extra
 from langchain_vaultsearch.semantic.records import IndexRecords
-
-
-@pytest.mark.parametrize("spec", ["", "minilm", "fake:", "fake:x", "cohere:embed", "openai:"])
-def test_bad_specs_name_the_accepted_forms(spec: str) -> None:
-    with pytest.raises(ValueError, match="huggingface:MODEL, openai:MODEL or fake:SIZE"):
-        load_embeddings(spec)
-
-
-def test_fake_spec_gives_vectors_of_that_size() -> None:
-    model = load_embeddings("fake:16")
-    assert len(model.embed_query("hello")) == 16
-
-
-def test_a_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "langchain_huggingface", None)  # import fails
-    with pytest.raises(MissingExtraError, match=r'pip install "langchain-vaultsearch\[local\]"'):
-        load_embeddings("huggingface:sentence-transformers/all-MiniLM-L6-v2")
-    with pytest.raises(ImportError):
-        require_extra("langchain_huggingface", "local")
 
 
 class RateLimitError(Exception):
