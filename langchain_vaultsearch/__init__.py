@@ -5,6 +5,9 @@ Everything a user imports is named here; every other module is internal and may 
 
 from importlib.metadata import PackageNotFoundError, version
 
+from langchain_vaultsearch.chunk_store.export import ExportReport, export_vault_chunks
+from langchain_vaultsearch.chunk_store.jsonl_store import ChunkRecord, JsonlChunkStore, StoreProblem
+from langchain_vaultsearch.chunk_store.profile import RetrievalProfile
 from langchain_vaultsearch.context.builder import (
     ContextOptions,
     ContextSource,
@@ -20,6 +23,7 @@ from langchain_vaultsearch.local_search import LocalSearchResult, alocal_search,
 from langchain_vaultsearch.merge import MergedResults, merge_filter_and_search_results
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
+from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
@@ -39,20 +43,26 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
     __version__ = "0.0.0"
 
 __all__ = [
+    "ChunkRecord",
     "ContextOptions",
     "ContextSource",
     "EmbeddingModelMismatchError",
     "ExpandedQuery",
+    "ExportReport",
     "FilterResult",
     "FilterRetriever",
     "IndexLockedError",
+    "JsonlChunkStore",
+    "KeywordDocumentRetriever",
     "LocalSearchContext",
     "LocalSearchResult",
     "MergedResults",
     "MergedSemanticRetriever",
     "MissingExtraError",
     "QueryExpander",
+    "RetrievalProfile",
     "RetrieverFactory",
+    "StoreProblem",
     "TieredLexicalRetriever",
     "TimeRange",
     "Vault",
@@ -63,6 +73,7 @@ __all__ = [
     "build_local_search_context",
     "create_vault_context_chain",
     "create_vault_qa_chain",
+    "export_vault_chunks",
     "find_time_expression",
     "format_local_search_context",
     "load_embeddings",

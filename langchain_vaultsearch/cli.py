@@ -1,6 +1,8 @@
 """`vaultsearch`: search a vault from a terminal, see what a model would read, ask it.
 
 `vaultsearch search --vault PATH [--mode M] [--k N] [--json] [--explain] [--expand] QUERY`
+`vaultsearch search --chunks DIR [--filter KEY=VALUE] [--k N] [--json] [--explain] QUERY`
+`vaultsearch export-chunks --vault PATH --out DIR`
 `vaultsearch context --vault PATH [--mode M] [--time EXPR] [--k N] QUESTION`
 `vaultsearch ask --vault PATH [--mode M] [--time EXPR] [--k N] [--chat-model NAME] QUESTION`
 `vaultsearch index --vault PATH [--embeddings SPEC] [--chroma-host H --chroma-port P] [--rebuild]`
@@ -23,14 +25,17 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
+from langchain_vaultsearch.chunk_store.export import export_vault_chunks
 from langchain_vaultsearch.expansion.expander import QueryExpander
 from langchain_vaultsearch.expansion.terms import ExpandedQuery
 from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
+from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.semantic.index import IndexProgress
 from langchain_vaultsearch.semantic.lock import IndexLockedError
 from langchain_vaultsearch.service import SEARCH_MODES, SearchMode, VaultSearch
 from langchain_vaultsearch.time_ranges import resolve_time_range
+from langchain_vaultsearch.vault.vault import Vault
 
 CHAT_MODEL_ENV = "VAULTSEARCH_CHAT_MODEL"
 DEFAULT_CHAT_MODEL = "gpt-4.1-mini"
@@ -46,9 +51,24 @@ def build_parser() -> argparse.ArgumentParser:
         prog="vaultsearch", description="Search an Obsidian-style markdown vault."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    search = commands.add_parser("search", help="rank the vault's chunks for a query")
+    search = commands.add_parser(
+        "search", help="rank the vault's chunks (or a JSONL chunk store's) for a query"
+    )
     search.add_argument("query", nargs="+", help="the query (quote it or not)")
     _add_vault_arguments(search)
+    search.add_argument(
+        "--chunks",
+        default=None,
+        metavar="DIR",
+        help="search a folder of *.jsonl chunks by keywords (BM25 + TF-IDF) instead of a vault",
+    )
+    search.add_argument(
+        "--filter",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="with --chunks: only chunks whose metadata KEY is VALUE (repeat for more)",
+    )
     search.add_argument("--k", type=int, default=10, help="results to show (1..100, default 10)")
     search.add_argument("--json", action="store_true", help="print the documents as JSON")
     search.add_argument(
@@ -84,11 +104,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status = commands.add_parser("status", help="what is indexed, and whether it is complete")
     _add_vault_arguments(status)
+    export = commands.add_parser(
+        "export-chunks", help="write the vault's chunks to DIR/vault-chunks.jsonl (a chunk store)"
+    )
+    _add_vault_arguments(export)
+    export.add_argument("--out", required=True, metavar="DIR", help="the chunk store's folder")
     return parser
 
 
 def _add_vault_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--vault", required=True, help="the vault folder")
+    searching = parser.prog.split()[-1] == "search"
+    parser.add_argument(
+        "--vault",
+        required=not searching,
+        help="the vault folder" + (" (or give --chunks)" if searching else ""),
+    )
     parser.add_argument("--exclude", action="append", default=None, help="exclusion rule")
     parser.add_argument("--include", action="append", default=None, help="inclusion rule")
     parser.add_argument("--verbose", action="store_true", help="log warnings about notes")
@@ -154,6 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ask": _ask,
         "index": _index,
         "status": _status,
+        "export-chunks": _export_chunks,
     }[args.command]
     try:
         return run(args)
@@ -198,6 +229,12 @@ def _retriever(service: VaultSearch, mode: SearchMode) -> BaseRetriever:
 
 
 def _search(args: argparse.Namespace) -> int:
+    if (args.vault is None) == (args.chunks is None):
+        raise UsageError("search needs --vault PATH or --chunks DIR (one of them)")
+    if args.chunks is not None:
+        return _search_chunks(args)
+    if args.filter:
+        raise UsageError("--filter applies to --chunks searches")
     if args.expand:
         # Whoever asks for expansion hears why it fell back, even without --verbose.
         logging.getLogger("langchain_vaultsearch.expansion.expander").setLevel(logging.WARNING)
@@ -228,6 +265,54 @@ def _search(args: argparse.Namespace) -> int:
         print()
         for rank, doc in enumerate(documents, start=1):
             print(f"{rank:>3}. {doc.id}\n{_explain(doc.metadata['explanation'])}")
+    return 0
+
+
+def _search_chunks(args: argparse.Namespace) -> int:
+    """Keyword search over a JSONL chunk store (seed 004)."""
+    for option in ("expand", "include", "exclude", "embeddings", "chroma_host"):
+        if getattr(args, option):
+            raise UsageError(f"--{option.replace('_', '-')} applies to vault searches")
+    if args.mode != "auto":
+        raise UsageError("--mode applies to vault searches; --chunks is keyword search")
+    filters: dict[str, Any] = {}
+    for item in args.filter or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--filter takes KEY=VALUE, got {item!r}")
+        filters.setdefault(key, []).append(value)
+    query = " ".join(args.query)
+    try:
+        retriever = KeywordDocumentRetriever(chunk_dir=args.chunks)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    documents = retriever.invoke(query, k=args.k, filters=filters)
+    if args.json:
+        payload = {
+            "query": query,
+            "documents": [_document_json(doc, explain=args.explain) for doc in documents],
+        }
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return 0
+    if not documents:
+        print(f"No results for {query!r} in {args.chunks}")
+        return 0
+    print(_table(documents))
+    if args.explain:
+        print()
+        for rank, doc in enumerate(documents, start=1):
+            print(f"{rank:>3}. {doc.id}\n{_explain(doc.metadata['explanation'])}")
+    return 0
+
+
+def _export_chunks(args: argparse.Namespace) -> int:
+    """Write the vault's chunks as a JSONL chunk store."""
+    try:
+        vault = Vault(args.vault, inclusions=args.include, exclusions=args.exclude, watch=False)
+        report = export_vault_chunks(vault, args.out)
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"Wrote {report.chunks:,} chunks of {report.notes:,} notes to {report.path}")
     return 0
 
 
@@ -396,6 +481,10 @@ def _fit(text: str, width: int) -> str:
 
 def _explain(explanation: dict[str, Any]) -> str:
     lines = []
+    if "bm25" in explanation:  # keyword search over a chunk store
+        lines.append(f"       bm25 {explanation['bm25']:.3f}, tfidf {explanation['tfidf']:.3f}")
+        for name, factor in explanation.get("boosts", {}).items():
+            lines.append(f"       {name} x{factor:.2f}")
     if explanation.get("expansionOnly"):
         lines.append("       found only through the query expansion")
     matches = explanation.get("lexicalMatches") or []

@@ -19,7 +19,9 @@ from langchain_core.documents import Document
 from langchain_vaultsearch.text.chunking import Chunk, chunk_index_from_chunk_id
 from langchain_vaultsearch.vault.note_info import NoteInfo
 
-DocumentSource = Literal["lexical", "semantic", "title-match", "tag-match", "time-filtered", "note"]
+DocumentSource = Literal[
+    "lexical", "semantic", "keyword", "title-match", "tag-match", "time-filtered", "note"
+]
 
 
 class VaultDocumentMetadata(TypedDict, total=False):
@@ -101,6 +103,63 @@ def chunk_document(
         "explanation": explanation or {},
     }
     return Document(page_content=chunk.content, metadata=dict(metadata), id=chunk.id)
+
+
+def store_chunk_document(
+    chunk_id: str,
+    text: str,
+    store_metadata: dict[str, Any],
+    *,
+    fallback_path: str,
+    fallback_mtime_ms: float,
+    score: float,
+    explanation: dict[str, Any],
+) -> Document:
+    """A chunk of a JSONL chunk store (seed 004) as a `Document` (`id` = the chunk id).
+
+    The store's own metadata (`form_number`, `doc_type`, ...) is kept, except keys of this
+    contract, which the retriever owns; the contract's keys are taken from the store where
+    it has them with the right type (`path`, else the store's `source`; `title`,
+    `heading`, `tags`, `mtime`, `ctime`), so chunks exported from a vault come back with
+    their note's path and tags, and merge and context treat them like vault chunks.
+
+    Args:
+        chunk_id: the chunk's id in the store.
+        text: its text (the page content).
+        store_metadata: its metadata in the store.
+        fallback_path: the path when the store gives none (the chunk's file).
+        fallback_mtime_ms: the mtime when the store gives none (the file's).
+        score: relevance in [0, 1]; written to `score` and `rerank_score`.
+        explanation: bm25, tfidf, the boosts and the final score.
+    """
+    path = _text_of(store_metadata, "path") or _text_of(store_metadata, "source") or fallback_path
+    title = _text_of(store_metadata, "title") or path.rsplit("/", 1)[-1].removesuffix(".md")
+    tags = store_metadata.get("tags")
+    mtime, ctime = store_metadata.get("mtime"), store_metadata.get("ctime")
+    contract: VaultDocumentMetadata = {
+        "path": path,
+        "title": title,
+        "chunkId": chunk_id,
+        "heading": _text_of(store_metadata, "heading"),
+        "score": score,
+        "rerank_score": score,
+        "source": "keyword",
+        "engine": "keyword",
+        "includeInContext": True,
+        "mtime": float(mtime) if is_number(mtime) else fallback_mtime_ms,
+        "ctime": float(ctime) if is_number(ctime) else fallback_mtime_ms,
+        "tags": [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
+        "isChunk": True,
+        "explanation": explanation,
+    }
+    reserved = VaultDocumentMetadata.__annotations__
+    own = {k: v for k, v in store_metadata.items() if k not in reserved}
+    return Document(page_content=text, metadata={**own, **contract}, id=chunk_id)
+
+
+def _text_of(metadata: dict[str, Any], key: str) -> str:
+    value = metadata.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def note_document(

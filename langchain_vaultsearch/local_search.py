@@ -45,6 +45,7 @@ from langchain_vaultsearch.filters import FilterResult, FilterRetriever
 from langchain_vaultsearch.merge import merge_filter_and_search_results
 from langchain_vaultsearch.query_syntax import tag_filters
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
+from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.search.core import RETURN_ALL_LIMIT, result_limit
@@ -263,6 +264,8 @@ def _plan(
     kwargs: dict[str, Any] = {}
     if isinstance(main, VAULT_RETRIEVERS):
         kwargs = {"k": limit, "salient_terms": list(salient_terms or ())}
+    elif isinstance(main, KeywordDocumentRetriever):
+        kwargs = {"k": limit}
     return _Plan(retrievers.filter_retriever, main, kwargs, window, limit)
 
 

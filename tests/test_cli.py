@@ -344,3 +344,46 @@ def test_index_of_an_unwritable_vault_exits_1(
 def test_index_of_a_missing_vault_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["index", "--vault", "/definitely/not/here"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_export_chunks_then_search_them_by_keywords(
+    vault_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "store"
+    assert main(["export-chunks", "--vault", str(vault_dir), "--out", str(out)]) == 0
+    assert "chunks of" in capsys.readouterr().out
+    assert (out / "vault-chunks.jsonl").is_file()
+    assert main(["search", "--chunks", str(out), "--json", "--explain", "OAuth", "Next.js"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    top = payload["documents"][0]["metadata"]
+    assert top["source"] == "keyword"
+    assert "OAuth" in top["path"]
+    assert set(top["explanation"]) >= {"bm25", "tfidf", "boosts", "finalScore"}
+    assert main(["search", "--chunks", str(out), "--explain", "--k", "2", "OAuth"]) == 0
+    table = capsys.readouterr().out
+    assert "bm25 1.000" in table
+
+
+def test_search_chunks_filters_and_argument_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    lines = [
+        {"id": "a", "text": "estimated tax form", "metadata": {"doc_type": "form"}},
+        {"id": "b", "text": "estimated tax guide", "metadata": {"doc_type": "guide"}},
+    ]
+    (store / "c.jsonl").write_text("\n".join(json.dumps(x) for x in lines), encoding="utf-8")
+    args = ["search", "--chunks", str(store), "--json", "--filter", "doc_type=guide", "tax"]
+    assert main(args) == 0
+    assert [d["id"] for d in json.loads(capsys.readouterr().out)["documents"]] == ["b"]
+    for bad, message in (
+        (["search", "tax"], "needs --vault PATH or --chunks DIR"),
+        (["search", "--chunks", str(store), "--vault", str(store), "tax"], "one of them"),
+        (["search", "--chunks", str(tmp_path / "none"), "tax"], "does not exist"),
+        (["search", "--chunks", str(store), "--filter", "novalue", "tax"], "KEY=VALUE"),
+        (["search", "--chunks", str(store), "--mode", "semantic", "tax"], "--mode applies"),
+        (["search", "--vault", str(store), "--filter", "a=b", "tax"], "--filter applies"),
+    ):
+        assert main(bad) == 2
+        assert message in capsys.readouterr().err

@@ -8,6 +8,13 @@ from importlib.metadata import version
 import langchain_vaultsearch
 
 PUBLIC_NAMES = {
+    "ChunkRecord",
+    "ExportReport",
+    "JsonlChunkStore",
+    "KeywordDocumentRetriever",
+    "RetrievalProfile",
+    "StoreProblem",
+    "export_vault_chunks",
     "EmbeddingModelMismatchError",
     "IndexLockedError",
     "MergedSemanticRetriever",

@@ -11,11 +11,13 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from langchain_vaultsearch import (
+    KeywordDocumentRetriever,
     MergedSemanticRetriever,
     RetrieverFactory,
     TieredLexicalRetriever,
     VaultIndex,
     VaultSemanticRetriever,
+    export_vault_chunks,
 )
 from tests.conftest import SAMPLE_VAULT
 from tests.fake_embeddings import WordBagEmbedding
@@ -85,6 +87,27 @@ class TestRetrieverFactoryStandard(RetrieversIntegrationTests):
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
         return {"semantic_index": sample_index()}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "OAuth login in Next.js"
+
+
+@functools.cache
+def sample_chunk_store() -> str:
+    """The sample vault exported as a JSONL chunk store, once for every standard test."""
+    folder = Path(tempfile.mkdtemp(prefix="vaultsearch-chunks-"))
+    return str(export_vault_chunks(SAMPLE_VAULT, folder).path.parent)
+
+
+class TestKeywordDocumentRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[KeywordDocumentRetriever]:
+        return KeywordDocumentRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"chunk_dir": sample_chunk_store()}
 
     @property
     def retriever_query_example(self) -> str:

@@ -17,7 +17,6 @@ index in the form it takes in memory, so loading it creates no Python object per
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import os
@@ -26,11 +25,18 @@ import time
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from langchain_vaultsearch.safe_archive import (
+    HEADER,
+    check_sizes,
+    refused_folder,
+    typed_array,
+    write_npz,
+)
 from langchain_vaultsearch.search import recall
 from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
 from langchain_vaultsearch.text import tokenize
@@ -41,19 +47,11 @@ from langchain_vaultsearch.vault.vault import Vault
 logger = logging.getLogger(__name__)
 
 CACHE_FOLDER = ".vaultsearch"
-MAX_INFLATION = 50
-"""How many times its size a saved index may inflate to (ours: a few times)."""
-INFLATION_ALLOWANCE = 16 * 1024 * 1024
-"""Bytes of inflation any saved index may have, for small files."""
 STALE_TEMPORARY_S = 600.0
 """A temporary index file this old belongs to no write in progress."""
 WORKER_FILE_PREFIX = "vaultsearch-"
 """How an index process names the file it writes for its parent in the temp folder."""
 INDEX_FILE = "lexical-index.npz"
-# The archive member holding the format key, note paths and note records, as JSON.
-HEADER = "header.json"
-
-_Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
 def index_path(vault: Vault) -> Path:
@@ -97,7 +95,7 @@ def save_index(
         return False
     header = {"format": format_key(), "paths": snapshot.paths, "notes": records}
     target = target or index_path(vault)
-    refused = _refused_folder(target.parent)
+    refused = refused_folder(target.parent)
     if refused is not None:
         logger.warning("Not saving the search index in %s: %s", target.parent, refused)
         return False
@@ -113,7 +111,7 @@ def save_index(
                 "meta_notes": snapshot.meta[1],
             }
             with os.fdopen(handle, "wb") as out:
-                _write_npz(out, header, arrays)
+                write_npz(out, header, arrays)
             os.replace(temporary, target)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
@@ -134,7 +132,7 @@ def remove_stale_temporaries(vault: Vault, older_than_s: float = STALE_TEMPORARY
     """
     cutoff = time.time() - older_than_s
     folder = index_path(vault).parent
-    ours = [] if _refused_folder(folder) is not None else list(folder.glob("tmp*.tmp"))
+    ours = [] if refused_folder(folder) is not None else list(folder.glob("tmp*.tmp"))
     candidates = [*ours, *Path(tempfile.gettempdir()).glob(f"{WORKER_FILE_PREFIX}*.npz")]
     removed = 0
     for path in candidates:
@@ -168,14 +166,14 @@ def load_index(
         raised).
     """
     path = path or index_path(vault)
-    refused = _refused_folder(path.parent)
+    refused = refused_folder(path.parent)
     if refused is not None:
         logger.warning("Not reading a saved search index from %s: %s", path.parent, refused)
         return None
     if not path.is_file():
         return None
     try:
-        _check_sizes(path)
+        check_sizes(path)
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(data[HEADER]) if HEADER in data.files else {}
             if not isinstance(header, dict):
@@ -187,7 +185,7 @@ def load_index(
             # Checked when made: a bad file is refused before the vault adopts anything.
             snapshot = RecallSnapshot(
                 paths=[str(p) for p in header["paths"]],
-                vocabulary=_array(data, "terms", np.uint8).tobytes(),
+                vocabulary=typed_array(data, "terms", np.uint8).tobytes(),
                 body=_postings_from(data, "body"),
                 meta=_postings_from(data, "meta"),
             )
@@ -220,68 +218,12 @@ def load_index(
     return index, current
 
 
-def _refused_folder(folder: Path) -> str | None:
-    """Why the index folder must not be used, or None.
-
-    A symlink could point the writes anywhere (a synced vault is anyone's input), and a
-    plain file in its place would fail every save; both are said at WARNING, not hidden.
-    """
-    if folder.is_symlink():
-        return "it is a symbolic link; remove it to let the index be saved"
-    if folder.exists() and not folder.is_dir():
-        return "it is not a folder; remove it to let the index be saved"
-    return None
-
-
-def _check_sizes(path: Path) -> None:
-    """Refuse an archive whose members would inflate far beyond the file (a deflate bomb).
-
-    Our own files compress numbers and JSON a few times over; a member claiming more than
-    `MAX_INFLATION` times the file's size (plus `INFLATION_ALLOWANCE`) was not written by
-    us, and is refused before a byte is decompressed.
-    """
-    limit = MAX_INFLATION * path.stat().st_size + INFLATION_ALLOWANCE
-    with zipfile.ZipFile(path) as archive:
-        claimed = sum(info.file_size for info in archive.infolist())
-    if claimed > limit:
-        msg = f"its members would inflate to {claimed:,} bytes (at most {limit:,} expected)"
-        raise ValueError(msg)
-
-
 def _postings_from(
     data: Mapping[str, npt.NDArray[Any]], name: str
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
-    return _array(data, f"{name}_offsets", np.int64), _array(data, f"{name}_notes", np.int32)
-
-
-def _array(
-    data: Mapping[str, npt.NDArray[Any]], name: str, dtype: type[_Scalar]
-) -> npt.NDArray[_Scalar]:
-    """A one-dimensional array of exactly the type saved: nothing is cast into range."""
-    array = data[name]
-    if array.dtype != dtype or array.ndim != 1:
-        msg = f"{name} is not a one-dimensional {np.dtype(dtype).name} array"
-        raise ValueError(msg)
-    return array
-
-
-def _write_npz(out: BinaryIO, header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> None:
-    """Write what `np.savez` would, streamed: the header as JSON text, arrays uncopied.
-
-    `np.savez` needs the header as an array (JSON as a `str`, then bytes) and copies
-    every array into a bytes object on the way out: 25 MB of transient memory on a
-    6,280-note vault, which the allocator kept after the save. `np.load` reads the
-    result the same way, the header member as bytes.
-    """
-    with zipfile.ZipFile(out, "w", allowZip64=True) as archive:
-        with io.TextIOWrapper(archive.open(HEADER, "w", force_zip64=True), "utf-8") as text:
-            json.dump(header, text)
-        for name, array in arrays.items():
-            contiguous = np.ascontiguousarray(array)
-            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                npy_header = np.lib.format.header_data_from_array_1_0(contiguous)
-                np.lib.format.write_array_header_1_0(member, npy_header)
-                member.write(contiguous.data.cast("B"))
+    return typed_array(data, f"{name}_offsets", np.int64), typed_array(
+        data, f"{name}_notes", np.int32
+    )
 
 
 def _searchable(vault: Vault, path: str) -> bool:

@@ -1,0 +1,263 @@
+"""`JsonlChunkStore`: `*.jsonl` files of chunks, read line by line and never trusted.
+
+One JSON object a line: `{"id": "...", "text": "...", "metadata": {...}}`. `metadata` is
+optional and free-form; `form_number`, `title`, `source` and `path` have a meaning to the
+keyword retriever. Files come from other pipelines, so a bad line (not JSON, not an
+object, no text, an id seen before) is reported with its file and line, logged, and
+skipped: one broken export never takes the store down.
+
+Records keep where they came from (file, byte offset, length) rather than their text: a
+100,000-chunk store is a few hundred MB of text, and a query needs a few dozen of them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+logger = logging.getLogger(__name__)
+
+STORE_PATTERN = "*.jsonl"
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""A longer line is not a chunk (a runaway export); it is reported and skipped."""
+
+
+@dataclass(frozen=True)
+class ChunkLocation:
+    """Where one chunk's line lies: enough to read it again without holding its text.
+
+    Attributes:
+        file: the file's path relative to the store's folder (posix).
+        line: 1-based line number, for messages.
+        offset: byte offset of the line in the file.
+        length: the line's length in bytes.
+    """
+
+    file: str
+    line: int
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One valid chunk of the store.
+
+    Attributes:
+        id: the chunk's id, unique in the store.
+        text: the text that is searched and shown.
+        metadata: the line's `metadata` object (`{}` when absent).
+        location: where the line lies.
+    """
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    location: ChunkLocation
+
+
+@dataclass(frozen=True)
+class StoreProblem:
+    """A line that was skipped, and why.
+
+    Attributes:
+        file: the file, relative to the store's folder.
+        line: 1-based line number.
+        reason: what is wrong with it.
+    """
+
+    file: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.reason}"
+
+
+FileStamp = tuple[str, int, int]
+"""(file relative to the folder, st_mtime_ns, st_size): what says a file changed."""
+
+
+class JsonlChunkStore:
+    """The chunk files under one folder (subfolders included, hidden ones not).
+
+    Args:
+        chunk_dir: the folder holding `*.jsonl` files.
+
+    Raises:
+        FileNotFoundError: the folder does not exist or is not a folder.
+    """
+
+    def __init__(self, chunk_dir: str | os.PathLike[str]) -> None:
+        folder = Path(os.path.expanduser(os.fspath(chunk_dir)))
+        if not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            msg = f"chunk folder {folder} {what}: pass a folder of *.jsonl files"
+            raise FileNotFoundError(msg)
+        self.root = folder.resolve()
+        self.problems: list[StoreProblem] = []
+
+    def files(self) -> list[Path]:
+        """The store's files, sorted, so ids that repeat across files resolve the same way."""
+        found = []
+        for path in self.root.rglob(STORE_PATTERN):
+            relative = path.relative_to(self.root)
+            if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+                continue
+            found.append(path)
+        return sorted(found, key=lambda p: p.relative_to(self.root).as_posix())
+
+    def stamps(self) -> list[FileStamp]:
+        """Every file's name, mtime and size: equal stamps mean an index is still current."""
+        stamps = []
+        for path in self.files():
+            stat = path.stat()
+            stamps.append((self._name(path), stat.st_mtime_ns, stat.st_size))
+        return stamps
+
+    def records(self) -> Iterator[ChunkRecord]:
+        """Every valid chunk, file by file; skipped lines are in `problems` afterwards.
+
+        The first line with an id wins; a later one with the same id is a problem.
+        """
+        self.problems = []
+        seen: set[str] = set()
+        for path in self.files():
+            name = self._name(path)
+            try:
+                with path.open("rb") as handle:
+                    yield from self._file_records(handle, name, seen)
+            except OSError as exc:
+                self._problem(name, 0, f"cannot be read ({exc.strerror or exc})")
+
+    def get_chunks(self, filters: Mapping[str, Any] | None = None) -> list[ChunkRecord]:
+        """The valid chunks whose metadata matches `filters` (see `matches_filters`).
+
+        Args:
+            filters: metadata key -> wanted value (or a list of accepted values).
+        """
+        return [r for r in self.records() if matches_filters(r.metadata, filters)]
+
+    def read(self, location: ChunkLocation) -> ChunkRecord | None:
+        """Read one chunk again from where it was; None when the file changed under it."""
+        path = self.root / location.file
+        try:
+            with path.open("rb") as handle:
+                handle.seek(location.offset)
+                raw = handle.read(location.length)
+        except OSError:
+            return None
+        parsed = _parse(raw)
+        if isinstance(parsed, str):
+            return None
+        record_id, text, metadata = parsed
+        return ChunkRecord(record_id, text, metadata, location)
+
+    def _file_records(
+        self,
+        handle: BinaryIO,
+        name: str,
+        seen: set[str],
+    ) -> Iterator[ChunkRecord]:
+        offset = 0
+        for number, raw in enumerate(handle, start=1):
+            start, offset = offset, offset + len(raw)
+            line = raw.rstrip(b"\r\n")
+            if not line.strip():
+                continue
+            if len(line) > MAX_LINE_BYTES:
+                self._problem(name, number, f"longer than {MAX_LINE_BYTES:,} bytes")
+                continue
+            parsed = _parse(line)
+            if isinstance(parsed, str):
+                self._problem(name, number, parsed)
+                continue
+            record_id, text, metadata = parsed
+            if record_id in seen:
+                self._problem(name, number, f"duplicate id {record_id!r} (the first one is kept)")
+                continue
+            seen.add(record_id)
+            yield ChunkRecord(
+                record_id, text, metadata, ChunkLocation(name, number, start, len(line))
+            )
+
+    def _problem(self, name: str, line: int, reason: str) -> None:
+        problem = StoreProblem(name, line, reason)
+        self.problems.append(problem)
+        logger.warning("Skipping %s in the chunk store %s", problem, self.root)
+
+    def _name(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+
+def matches_filters(metadata: Mapping[str, Any], filters: Mapping[str, Any] | None) -> bool:
+    """Whether a chunk's metadata passes every filter.
+
+    A filter value that is a list accepts any of its values; a metadata value that is a
+    list (tags) passes when it holds the wanted value. A chunk without the key does not
+    pass: the seed let it through, so a `doc_type: form` filter returned chunks that say
+    nothing about their type.
+
+    Args:
+        metadata: the chunk's metadata.
+        filters: key -> value or list of values; None or empty passes everything.
+    """
+    for key, wanted in (filters or {}).items():
+        if key not in metadata:
+            return False
+        have = metadata[key]
+        accepted = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
+        values = have if isinstance(have, list) else [have]
+        if not any(_equal(v, a) for v in values for a in accepted):
+            return False
+    return True
+
+
+def check_filters(filters: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Filters as a plain dict, or a `ValueError` saying which one is malformed."""
+    if filters is None:
+        return {}
+    if not isinstance(filters, Mapping):
+        msg = f"filters must be a mapping of metadata key to value, not {type(filters).__name__}"
+        raise ValueError(msg)
+    for key, value in filters.items():
+        if not isinstance(key, str):
+            msg = f"filter keys are metadata keys (strings), not {key!r}"
+            raise ValueError(msg)
+        if isinstance(value, Mapping):
+            msg = f"filter {key!r}: a value or a list of values, not a mapping"
+            raise ValueError(msg)
+    return dict(filters)
+
+
+def _equal(value: object, wanted: object) -> bool:
+    if isinstance(value, bool) or isinstance(wanted, bool):
+        return value is wanted  # 1 == True in Python; a filter for True is not a count of 1
+    return value == wanted
+
+
+def _parse(line: bytes) -> tuple[str, str, dict[str, Any]] | str:
+    """(id, text, metadata) of one line, or why it is not a chunk."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        return f"not valid JSON ({str(exc)[:80]})"
+    if not isinstance(value, dict):
+        return "not a JSON object"
+    record_id, text, metadata = value.get("id"), value.get("text"), value.get("metadata", {})
+    if isinstance(record_id, int) and not isinstance(record_id, bool):
+        record_id = str(record_id)
+    if not isinstance(record_id, str) or not record_id:
+        return "no id (a non-empty string)"
+    if not isinstance(text, str) or not text.strip():
+        return "no text"
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        return "metadata is not a JSON object"
+    return record_id, text, metadata

@@ -1,0 +1,232 @@
+"""The keyword index: BM25 and TF-IDF as the seed's libraries compute them, the
+combination, each boost against hand-computed values, and the saved file as input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import random
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from langchain_vaultsearch import JsonlChunkStore, RetrievalProfile
+from langchain_vaultsearch.chunk_store import keyword_index
+from langchain_vaultsearch.chunk_store.analysis import bm25_terms, tfidf_words
+from langchain_vaultsearch.chunk_store.boosts import QueryBoosts
+from langchain_vaultsearch.chunk_store.keyword_index import KeywordIndex
+from langchain_vaultsearch.expansion.terms import STOP_WORDS
+from langchain_vaultsearch.safe_archive import HEADER
+
+WORDS = (
+    "tax form estimated income quarterly payment safe harbor penalty refund the of and a to"
+    " W-2 1040-ES wage employer credit child deduction café résumé Straße 税务 申报"
+).split()
+
+
+def random_texts(count: int, seed: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 40))) for _ in range(count)]
+
+
+def write_store(folder: Path, texts: list[str], metadata: list[dict] | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "chunks.jsonl").open("w", encoding="utf-8") as out:
+        for i, text in enumerate(texts):
+            line = {"id": f"c{i}", "text": text, "metadata": (metadata or [{}] * len(texts))[i]}
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize("tokenizer", ["whitespace", "unicode"])
+def test_bm25_is_rank_bm25s_okapi_on_the_same_terms(tmp_path: Path, tokenizer: str) -> None:
+    texts = random_texts(300)
+    index = KeywordIndex.build(JsonlChunkStore(write_store(tmp_path, texts)), tokenizer)  # type: ignore[arg-type]
+    reference = BM25Okapi([bm25_terms(t, tokenizer) for t in texts])  # type: ignore[arg-type]
+    for query in ("estimated tax payment", "the the tax", "Straße 税务申报", "nothing-here"):
+        expected = reference.get_scores(bm25_terms(query, tokenizer))  # type: ignore[arg-type]
+        assert index.bm25_scores(query) == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore:Your stop_words may be inconsistent")
+@pytest.mark.parametrize("tokenizer", ["whitespace", "unicode"])
+def test_tfidf_is_scikit_learns_vectorizer_with_the_same_terms(
+    tmp_path: Path, tokenizer: str
+) -> None:
+    texts = random_texts(300)
+    index = KeywordIndex.build(JsonlChunkStore(write_store(tmp_path, texts)), tokenizer)  # type: ignore[arg-type]
+    if tokenizer == "whitespace":  # the seed's analyzer, with the package's stop words
+        vectorizer = TfidfVectorizer(stop_words=list(STOP_WORDS), ngram_range=(1, 2))
+    else:
+        vectorizer = TfidfVectorizer(
+            analyzer=lambda text: _sklearn_ngrams(tfidf_words(text, "unicode"))
+        )
+    matrix = vectorizer.fit_transform(texts)
+    assert set(index.features) == set(vectorizer.vocabulary_)
+    for query in ("estimated tax payment", "safe harbor penalty", "café 税务"):
+        expected = (matrix @ vectorizer.transform([query]).T).toarray().ravel()
+        assert index.tfidf_scores(query) == pytest.approx(expected, abs=1e-6)
+
+
+def _sklearn_ngrams(words: list[str]) -> list[str]:
+    return words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
+
+
+@pytest.mark.filterwarnings("ignore:Your stop_words may be inconsistent")
+def test_the_feature_cut_keeps_scikit_learns_most_frequent_features(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Distinct corpus counts (word i occurs i + 1 times in a fixed order), so the most
+    # frequent features are one set whatever breaks ties.
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(60)]
+    stream = [w for i, w in enumerate(words) for _ in range(3 * i + 1)]
+    rng.shuffle(stream)
+    texts = [" ".join(stream[i : i + 25]) for i in range(0, len(stream), 25)]
+    monkeypatch.setattr(keyword_index, "TFIDF_FEATURES", 40)
+    index = KeywordIndex.build(JsonlChunkStore(write_store(tmp_path, texts)), "whitespace")
+    vectorizer = TfidfVectorizer(stop_words=list(STOP_WORDS), ngram_range=(1, 2), max_features=40)
+    matrix = vectorizer.fit_transform(texts)
+    counts = np.asarray(matrix.astype(bool).sum(axis=0)).ravel()
+    assert len(index.features) == 40
+    assert set(index.features) == set(vectorizer.vocabulary_), counts
+    query = "w59 w58 w3"
+    expected = (matrix @ vectorizer.transform([query]).T).toarray().ravel()
+    assert index.tfidf_scores(query) == pytest.approx(expected, abs=1e-6)
+
+
+def test_combined_score_and_each_boost_match_hand_computed_values(tmp_path: Path) -> None:
+    texts = [
+        "Form 1040-ES estimated tax for self employed people",  # exact phrase below
+        "estimated tax is paid quarterly; the safe harbor rule applies",
+        "payroll withholding on wages",
+    ]
+    metadata = [{"form_number": "1040-ES"}, {"form_number": "1040"}, {}]
+    store = JsonlChunkStore(write_store(tmp_path, texts, metadata))
+    index = KeywordIndex.build(store, "unicode")
+    profile = RetrievalProfile(
+        doc_boost_exact_match=2.0, doc_boost_form_number=3.0, doc_boost_defined_term=5.0
+    )
+    query = 'estimated tax 1040-ES "safe harbor"'
+    bm25 = index.bm25_scores(query)
+    tfidf = index.tfidf_scores(query)
+    hits = {h.record.id: h for h in index.search(query, store, profile, k=10)}
+    assert set(hits) == {"c0", "c1"}  # c2 shares no term: not a result at score 0
+    for number, boosts in ((0, {"formNumber": 3.0}), (1, {"definedTerm": 5.0})):
+        hit = hits[f"c{number}"]
+        assert hit.bm25 == pytest.approx(bm25[number] / bm25.max())
+        assert hit.tfidf == pytest.approx(tfidf[number])
+        assert hit.combined == pytest.approx(0.6 * hit.bm25 + 0.4 * hit.tfidf)
+        assert hit.boosts == boosts  # form 1040 is not 1040-ES (the seed's substring test was)
+        assert hit.final == pytest.approx(hit.combined * next(iter(boosts.values())))
+    exact = index.search("form 1040-es   ESTIMATED tax", store, profile, k=1)[0]
+    assert exact.record.id == "c0"
+    assert exact.boosts == {"exactMatch": 2.0, "formNumber": 3.0}
+
+
+def test_query_boosts_read_forms_and_quoted_terms() -> None:
+    boosts = QueryBoosts.of('Form W-2 and “defined term” and "Safe  Harbor" 2024')
+    assert boosts.form_numbers == {"w-2", "2024"}
+    assert boosts.quoted_terms == ("defined term", "safe harbor")
+    assert boosts.phrase == "form w-2 and “defined term” and safe harbor 2024".replace(
+        "“", " "
+    ).replace("”", " ").replace("  ", " ")
+    profile = RetrievalProfile()
+    assert boosts.factors("the SAFE harbor rule", {"form_number": "Form W-2"}, profile) == {
+        "formNumber": 1.5,
+        "definedTerm": 1.5,
+    }
+    assert boosts.factors("nothing", {"form_number": True}, profile) == {}
+
+
+def test_filters_apply_before_the_cut_and_the_scaling(tmp_path: Path) -> None:
+    texts = ["tax tax tax tax", "tax return", "tax"] + [f"filler {i}" for i in range(7)]
+    metadata = [{"doc_type": "guide"}, {"doc_type": "form"}, {"doc_type": "form"}] + [{}] * 7
+    store = JsonlChunkStore(write_store(tmp_path, texts, metadata))
+    index = KeywordIndex.build(store, "unicode")
+    hits = index.search("tax", store, RetrievalProfile(), k=1, filters={"doc_type": "form"})
+    # The seed cut to k first and filtered after, returning nothing here.
+    assert [h.record.metadata["doc_type"] for h in hits] == ["form"]
+    assert max(h.bm25 for h in hits) == pytest.approx(1.0)
+
+
+def test_profile_values_are_checked() -> None:
+    with pytest.raises(ValueError, match="doc_k"):
+        RetrievalProfile(doc_k=0)
+    with pytest.raises(ValueError, match="doc_boost_exact_match"):
+        RetrievalProfile(doc_boost_exact_match=0.5)
+    with pytest.raises(ValueError, match="both be 0"):
+        RetrievalProfile(bm25_weight=0, tfidf_weight=0)
+    with pytest.raises(ValueError, match="extra"):
+        RetrievalProfile(doc_boost=2.0)  # type: ignore[call-arg]
+
+
+def test_saved_index_loads_when_current_and_is_ignored_when_not(tmp_path: Path) -> None:
+    folder = write_store(tmp_path / "store", random_texts(50))
+    store = JsonlChunkStore(folder)
+    built = KeywordIndex.build(store, "unicode")
+    path = tmp_path / "idx" / "keyword-index.npz"
+    assert built.save(path)
+    loaded = KeywordIndex.load(path, store.stamps(), "unicode")
+    assert loaded is not None
+    assert loaded.ids == built.ids
+    assert loaded.bm25_scores("estimated tax") == pytest.approx(built.bm25_scores("estimated tax"))
+    assert loaded.tfidf_scores("safe harbor") == pytest.approx(built.tfidf_scores("safe harbor"))
+    assert KeywordIndex.load(path, store.stamps(), "whitespace") is None  # another tokenizer
+    with (folder / "chunks.jsonl").open("a", encoding="utf-8") as out:
+        out.write(json.dumps({"id": "new", "text": "a new chunk"}) + "\n")
+    assert KeywordIndex.load(path, store.stamps(), "unicode") is None  # the store changed
+
+
+def _rewrite(path: Path, **members: bytes) -> None:
+    with zipfile.ZipFile(path) as archive:
+        contents = {name: archive.read(name) for name in archive.namelist()}
+    contents.update(members)
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in contents.items():
+            archive.writestr(name, data)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["not-a-zip", "nested-header", "bad-dtype", "doc-out-of-range", "forged-lengths"],
+)
+def test_a_damaged_or_forged_index_is_logged_removed_and_rebuilt(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = write_store(tmp_path / "store", random_texts(30))
+    store = JsonlChunkStore(folder)
+    path = tmp_path / "keyword-index.npz"
+    KeywordIndex.build(store, "unicode").save(path)
+    header = json.loads(zipfile.ZipFile(path).read(HEADER))
+    if damage == "not-a-zip":
+        path.write_bytes(b"garbage")
+    elif damage == "nested-header":
+        _rewrite(path, **{HEADER: b"[" * 100_000 + b"]" * 100_000})
+    elif damage == "bad-dtype":
+        _rewrite(path, **{"bm25_docs.npy": _npy(np.zeros(3, dtype=np.float64))})
+    elif damage == "doc-out-of-range":
+        with np.load(path) as data:
+            docs = data["bm25_docs"].copy()
+        docs[0] = 10_000
+        _rewrite(path, **{"bm25_docs.npy": _npy(docs)})
+    else:
+        header["ids"] = header["ids"][:-1]
+        _rewrite(path, **{HEADER: json.dumps(header).encode()})
+    with caplog.at_level(logging.INFO):
+        assert KeywordIndex.load(path, store.stamps(), "unicode") is None
+    assert "Ignoring the keyword index" in caplog.text
+    assert not path.exists()
+
+
+def _npy(array: np.ndarray) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    np.save(out, array, allow_pickle=False)
+    return out.getvalue()
