@@ -78,10 +78,15 @@ SAVED_INDEX = Path(CACHE_FOLDER) / INDEX_FILE
 
 def _current_rss_kb() -> int | None:
     """Resident set size now, from /proc (Linux); ``None`` where /proc is unavailable."""
+    return _status_kb("VmRSS:")
+
+
+def _status_kb(field: str) -> int | None:
+    """A kB field of /proc/self/status (Linux); ``None`` where /proc is unavailable."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except OSError:
         return None
@@ -110,6 +115,12 @@ def _peak_rss_kb(who: int = resource.RUSAGE_SELF) -> int:
     Args:
         who: `RUSAGE_SELF`, or `RUSAGE_CHILDREN` for the largest child waited for.
     """
+    if who == resource.RUSAGE_SELF:
+        # ru_maxrss is not reset by `_reset_peak_rss` and keeps the peak of the process
+        # this one was forked from (a large benchmark parent); VmHWM is this process's.
+        hwm = _status_kb("VmHWM:")
+        if hwm is not None:
+            return hwm
     peak = resource.getrusage(who).ru_maxrss
     return peak // 1024 if sys.platform == "darwin" else peak  # macOS reports bytes
 

@@ -18,7 +18,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from langchain_vaultsearch import JsonlChunkStore, RetrievalProfile
 from langchain_vaultsearch.chunk_store import keyword_index
 from langchain_vaultsearch.chunk_store.analysis import bm25_terms, tfidf_words
-from langchain_vaultsearch.chunk_store.boosts import QueryBoosts
+from langchain_vaultsearch.chunk_store.boosts import QueryBoosts, form_key
 from langchain_vaultsearch.chunk_store.keyword_index import KeywordIndex
 from langchain_vaultsearch.expansion.terms import STOP_WORDS
 from langchain_vaultsearch.safe_archive import HEADER
@@ -133,15 +133,48 @@ def test_query_boosts_read_forms_and_quoted_terms() -> None:
     boosts = QueryBoosts.of('Form W-2 and “defined term” and "Safe  Harbor" 2024')
     assert boosts.form_numbers == {"w-2", "2024"}
     assert boosts.quoted_terms == ("defined term", "safe harbor")
-    assert boosts.phrase == "form w-2 and “defined term” and safe harbor 2024".replace(
-        "“", " "
-    ).replace("”", " ").replace("  ", " ")
+    assert boosts.phrase == "form w-2 and defined term and safe harbor 2024"
     profile = RetrievalProfile()
-    assert boosts.factors("the SAFE harbor rule", {"form_number": "Form W-2"}, profile) == {
-        "formNumber": 1.5,
-        "definedTerm": 1.5,
+    text = "the SAFE harbor rule"
+    assert boosts.text_factors(
+        text, phrase_possible=True, quoted_possible=True, profile=profile
+    ) == {"definedTerm": 1.5}
+    # What the index rules out is not looked for in the text.
+    assert (
+        boosts.text_factors(text, phrase_possible=False, quoted_possible=False, profile=profile)
+        == {}
+    )
+    assert form_key("Form W-2") == "w-2"
+    assert form_key(True) is None
+    assert form_key(1040) == "1040"
+
+
+def test_exact_match_is_a_phrase_of_whole_terms(tmp_path: Path) -> None:
+    texts = ["taxes were due", "the estimated tax was due", "estimated taxes, a tax"]
+    store = JsonlChunkStore(write_store(tmp_path, texts + [f"filler {i}" for i in range(5)]))
+    index = KeywordIndex.build(store, "unicode")
+    hits = {
+        h.record.id: h.boosts for h in index.search("estimated tax", store, RetrievalProfile(), k=5)
     }
-    assert boosts.factors("nothing", {"form_number": True}, profile) == {}
+    assert hits["c1"] == {"exactMatch": 1.5}
+    assert hits["c2"] == {}  # "estimated taxes" holds the characters, not the words
+
+
+def test_boosts_are_found_even_far_down_the_unboosted_order(tmp_path: Path) -> None:
+    # 60 chunks score higher without boosts; the one with the form number must still win.
+    texts = ["wage report wage wage" for _ in range(60)] + ["wage statement"]
+    texts += ["unrelated filler text"] * 300
+    metadata: list[dict[str, str]] = [{}] * 60 + [{"form_number": "W-2"}] + [{}] * 300
+    store = JsonlChunkStore(write_store(tmp_path, texts, metadata))
+    index = KeywordIndex.build(store, "unicode")
+    plain = RetrievalProfile(doc_boost_form_number=1.0)
+    unboosted = [h.record.id for h in index.search("W-2 wage", store, plain, k=61)]
+    assert unboosted.index("c60") > 3
+    profile = RetrievalProfile(doc_boost_form_number=5.0)
+    hits = index.search("W-2 wage", store, profile, k=3)
+    assert hits[0].record.id == "c60"
+    assert hits[0].boosts == {"formNumber": 5.0}
+    assert [h.final for h in hits] == sorted((h.final for h in hits), reverse=True)
 
 
 def test_filters_apply_before_the_cut_and_the_scaling(tmp_path: Path) -> None:
@@ -230,3 +263,21 @@ def _npy(array: np.ndarray) -> bytes:
     out = io.BytesIO()
     np.save(out, array, allow_pickle=False)
     return out.getvalue()
+
+
+def test_a_store_of_stop_words_only_builds_and_scores_by_bm25(tmp_path: Path) -> None:
+    texts = ["the and of", "of the", "to be or not to be"] + [f"word{i}" for i in range(5)]
+    store = JsonlChunkStore(write_store(tmp_path, texts))
+    index = KeywordIndex.build(store, "unicode")
+    assert index.features == {f"word{i}": i for i in range(5)}
+    hits = index.search("to be", store, RetrievalProfile(), k=3)
+    assert [h.record.id for h in hits] == ["c2"]
+    assert hits[0].tfidf == 0.0
+    assert hits[0].boosts == {"exactMatch": 1.5}
+
+
+def test_an_empty_store_builds_and_finds_nothing(tmp_path: Path) -> None:
+    store = JsonlChunkStore(write_store(tmp_path, []))
+    index = KeywordIndex.build(store, "unicode")
+    assert len(index) == 0
+    assert index.search("anything", store, RetrievalProfile(), k=3) == []

@@ -145,18 +145,13 @@ class JsonlChunkStore:
 
     def read(self, location: ChunkLocation) -> ChunkRecord | None:
         """Read one chunk again from where it was; None when the file changed under it."""
-        path = self.root / location.file
-        try:
-            with path.open("rb") as handle:
-                handle.seek(location.offset)
-                raw = handle.read(location.length)
-        except OSError:
-            return None
-        parsed = _parse(raw)
-        if isinstance(parsed, str):
-            return None
-        record_id, text, metadata = parsed
-        return ChunkRecord(record_id, text, metadata, location)
+        with self.reader() as reader:
+            raw = reader.raw(location)
+        return None if raw is None else parse_line(raw, location)
+
+    def reader(self) -> ChunkReader:
+        """A reader of many chunks that opens each file once (close it, or use `with`)."""
+        return ChunkReader(self.root)
 
     def _file_records(
         self,
@@ -239,6 +234,50 @@ def _equal(value: object, wanted: object) -> bool:
     if isinstance(value, bool) or isinstance(wanted, bool):
         return value is wanted  # 1 == True in Python; a filter for True is not a count of 1
     return value == wanted
+
+
+class ChunkReader:
+    """Reads chunk lines by location, keeping each file open until closed.
+
+    A query may look at thousands of candidates' lines: opening the file for each one
+    cost more than reading it.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._handles: dict[str, BinaryIO] = {}
+
+    def raw(self, location: ChunkLocation) -> bytes | None:
+        """The line's bytes, None when the file cannot be read."""
+        try:
+            handle = self._handles.get(location.file)
+            if handle is None:
+                handle = self._handles[location.file] = (self.root / location.file).open("rb")
+            handle.seek(location.offset)
+            return handle.read(location.length)
+        except OSError:
+            return None
+
+    def close(self) -> None:
+        """Close the files."""
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()
+
+    def __enter__(self) -> ChunkReader:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def parse_line(raw: bytes, location: ChunkLocation) -> ChunkRecord | None:
+    """The chunk a line read back holds, None when it is no longer a valid chunk."""
+    parsed = _parse(raw)
+    if isinstance(parsed, str):
+        return None
+    record_id, text, metadata = parsed
+    return ChunkRecord(record_id, text, metadata, location)
 
 
 def _parse(line: bytes) -> tuple[str, str, dict[str, Any]] | str:
