@@ -20,6 +20,7 @@ from langchain_vaultsearch.expansion.expander import QueryExpander
 from langchain_vaultsearch.expansion.terms import ExpandedQuery
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
 from langchain_vaultsearch.local_search import LocalSearchResult, alocal_search, local_search
+from langchain_vaultsearch.mcp_server import create_mcp_server
 from langchain_vaultsearch.merge import MergedResults, merge_filter_and_search_results
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
@@ -30,6 +31,7 @@ from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
 from langchain_vaultsearch.semantic.embeddings import MissingExtraError, load_embeddings
 from langchain_vaultsearch.semantic.index import EmbeddingModelMismatchError, VaultIndex
 from langchain_vaultsearch.semantic.lock import IndexLockedError
+from langchain_vaultsearch.service import VaultSearch
 from langchain_vaultsearch.time_ranges import (
     TimeRange,
     find_time_expression,
@@ -67,10 +69,12 @@ __all__ = [
     "TimeRange",
     "Vault",
     "VaultIndex",
+    "VaultSearch",
     "VaultSemanticRetriever",
     "__version__",
     "alocal_search",
     "build_local_search_context",
+    "create_mcp_server",
     "create_vault_context_chain",
     "create_vault_qa_chain",
     "export_vault_chunks",

@@ -3,6 +3,7 @@
 `vaultsearch search --vault PATH [--mode M] [--k N] [--json] [--explain] [--expand] QUERY`
 `vaultsearch search --chunks DIR [--filter KEY=VALUE] [--k N] [--json] [--explain] QUERY`
 `vaultsearch export-chunks --vault PATH --out DIR`
+`vaultsearch mcp --vault PATH [--mode M] [--http PORT [--host H]]`
 `vaultsearch context --vault PATH [--mode M] [--time EXPR] [--k N] QUESTION`
 `vaultsearch ask --vault PATH [--mode M] [--time EXPR] [--k N] [--chat-model NAME] QUESTION`
 `vaultsearch index --vault PATH [--embeddings SPEC] [--chroma-host H --chroma-port P] [--rebuild]`
@@ -29,6 +30,7 @@ from langchain_vaultsearch.chunk_store.export import export_vault_chunks
 from langchain_vaultsearch.expansion.expander import QueryExpander
 from langchain_vaultsearch.expansion.terms import ExpandedQuery
 from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS
+from langchain_vaultsearch.mcp_server import create_mcp_server
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.semantic.index import IndexProgress
@@ -109,6 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_vault_arguments(export)
     export.add_argument("--out", required=True, metavar="DIR", help="the chunk store's folder")
+    mcp = commands.add_parser(
+        "mcp", help="serve the vault's search to MCP clients (stdio, or --http PORT)"
+    )
+    _add_vault_arguments(mcp)
+    mcp.add_argument(
+        "--http", type=int, default=None, metavar="PORT", help="serve streamable HTTP on PORT"
+    )
+    mcp.add_argument(
+        "--host", default="127.0.0.1", help="the HTTP address (default 127.0.0.1: this machine)"
+    )
     return parser
 
 
@@ -130,7 +142,7 @@ def _add_vault_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--chroma-host", default=None, help="a Chroma server for the vectors")
     parser.add_argument("--chroma-port", type=int, default=8000, help="its port (default 8000)")
-    if parser.prog.split()[-1] in ("search", "context", "ask"):
+    if parser.prog.split()[-1] in ("search", "context", "ask", "mcp"):
         parser.add_argument(
             "--mode",
             choices=SEARCH_MODES,
@@ -185,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "index": _index,
         "status": _status,
         "export-chunks": _export_chunks,
+        "mcp": _mcp,
     }[args.command]
     try:
         return run(args)
@@ -313,6 +326,23 @@ def _export_chunks(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from None
     print(f"Wrote {report.chunks:,} chunks of {report.notes:,} notes to {report.path}")
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    """Serve the vault over MCP until the client disconnects (stdio) or Ctrl-C (HTTP)."""
+    if args.http is not None and not 0 < args.http < 65536:
+        raise UsageError(f"--http takes a port number, got {args.http}")
+    service = _open(args)
+    try:
+        server = create_mcp_server(service, mode=args.mode)
+    except (ValueError, ImportError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.http is None:
+        server.run("stdio")
+    else:
+        print(f"vaultsearch: MCP on http://{args.host}:{args.http}/mcp", file=sys.stderr)
+        server.run("streamable-http", host=args.host, port=args.http)
     return 0
 
 

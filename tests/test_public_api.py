@@ -8,6 +8,8 @@ from importlib.metadata import version
 import langchain_vaultsearch
 
 PUBLIC_NAMES = {
+    "VaultSearch",
+    "create_mcp_server",
     "ChunkRecord",
     "ExportReport",
     "JsonlChunkStore",

@@ -1,0 +1,136 @@
+"""The MCP server, through a real MCP client session: stdio, and streamable HTTP on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from langchain_vaultsearch import MissingExtraError
+from langchain_vaultsearch.mcp_server import create_mcp_server
+from langchain_vaultsearch.service import VaultSearch
+
+OAUTH = "Projects/Alpha/OAuth Setup.md"
+SERVER = [sys.executable, "-m", "langchain_vaultsearch.cli", "mcp"]
+
+
+async def _stdio_session(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    params = StdioServerParameters(
+        command=SERVER[0], args=[*SERVER[1:], "--vault", str(vault), "--mode", "lexical"]
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+        results: list[Any] = [sorted(tool.name for tool in tools.tools)]
+        for name, arguments in calls:
+            results.append(await session.call_tool(name, arguments))
+        return results
+
+
+def test_a_stdio_session_lists_and_calls_every_tool(vault_dir: Path) -> None:
+    names, found, context, note, status = asyncio.run(
+        _stdio_session(
+            vault_dir,
+            [
+                ("search", {"query": "OAuth login in Next.js", "k": 3}),
+                ("context", {"question": "How do I set up OAuth in [[Deployment]]?"}),
+                ("read_note", {"path": OAUTH}),
+                ("status", {}),
+            ],
+        )
+    )
+    assert names == ["context", "read_note", "search", "status"]
+    assert not found.is_error
+    results = found.structured_content["result"]
+    assert len(results) == 3
+    assert results[0]["path"] == OAUTH
+    assert results[0]["source"] == "lexical"
+    assert 0 < results[0]["score"] <= 1
+    assert "<localSearch" in context.content[0].text
+    assert "Deployment" in context.content[0].text
+    assert "OAuth" in note.content[0].text
+    assert status.structured_content["notes"] > 5
+    assert status.structured_content["semantic"] is None
+
+
+def test_bad_arguments_come_back_as_tool_errors_with_their_reason(vault_dir: Path) -> None:
+    _, missing, bad_k, bad_mode = asyncio.run(
+        _stdio_session(
+            vault_dir,
+            [
+                ("read_note", {"path": "Nowhere.md"}),
+                ("search", {"query": "oauth", "k": 500}),
+                ("search", {"query": "oauth", "mode": "fuzzy"}),
+            ],
+        )
+    )
+    assert missing.is_error
+    assert "no note 'Nowhere.md'" in missing.content[0].text
+    assert bad_k.is_error
+    assert "k must be between 1 and 100" in bad_k.content[0].text
+    assert bad_mode.is_error
+    assert "mode must be one of" in bad_mode.content[0].text
+
+
+@contextlib.contextmanager
+def _http_server(vault: Path) -> Iterator[str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    process = subprocess.Popen(  # noqa: S603 - the package's own command
+        [*SERVER, "--vault", str(vault), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    stderr = process.stderr.read().decode() if process.stderr else ""
+                    pytest.fail(f"the MCP HTTP server did not start: {stderr[-2000:]}")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_a_streamable_http_session_on_loopback(vault_dir: Path) -> None:
+    async def search(url: str) -> Any:
+        async with (
+            streamable_http_client(url) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool("search", {"query": "OAuth Next.js", "k": 2})
+
+    with _http_server(vault_dir) as url:
+        result = asyncio.run(search(url))
+    assert not result.is_error
+    assert result.structured_content["result"][0]["path"] == OAUTH
+
+
+def test_without_the_extra_the_error_names_the_pip_command(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = VaultSearch(vault_dir, watch=False)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # import fails
+    with pytest.raises(MissingExtraError, match=r'pip install "langchain-vaultsearch\[mcp\]"'):
+        create_mcp_server(service)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        create_mcp_server(service, mode="fuzzy")  # type: ignore[arg-type]
