@@ -43,6 +43,10 @@ CHAT_MODEL_ENV = "VAULTSEARCH_CHAT_MODEL"
 DEFAULT_CHAT_MODEL = "gpt-4.1-mini"
 
 
+DEFAULT_MCP_PORT = 8000
+"""The port `create_mcp_server` is given when the server runs on stdio (unused there)."""
+
+
 class UsageError(Exception):
     """Something the user can fix, reported as one line on stderr (no traceback)."""
 
@@ -335,14 +339,16 @@ def _mcp(args: argparse.Namespace) -> int:
         raise UsageError(f"--http takes a port number, got {args.http}")
     service = _open(args)
     try:
-        server = create_mcp_server(service, mode=args.mode)
+        server = create_mcp_server(
+            service, mode=args.mode, host=args.host, port=args.http or DEFAULT_MCP_PORT
+        )
     except (ValueError, ImportError) as exc:
         raise UsageError(str(exc)) from None
     if args.http is None:
         server.run("stdio")
     else:
         print(f"vaultsearch: MCP on http://{args.host}:{args.http}/mcp", file=sys.stderr)
-        server.run("streamable-http", host=args.host, port=args.http)
+        server.run("streamable-http")
     return 0
 
 

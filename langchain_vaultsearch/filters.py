@@ -252,7 +252,7 @@ class FilterRetriever(BaseModel):
         others: list[_Match] = []
         if window is not None or wanted:
             # Naming a note overrides the vault's rules; tags and dates do not.
-            eligible = [info for info in notes if info.searchable and _has_tag(info, wanted)]
+            eligible = [info for info in notes if info.searchable and note_has_tag(info, wanted)]
             if window is not None:
                 daily_window = window.last_days(MAX_DAILY_NOTE_DAYS)
                 others = _time_matches(eligible, window, daily_window, current)
@@ -311,7 +311,7 @@ def _aware(now: datetime | None) -> datetime:
     return datetime.now().astimezone() if now is None else now.astimezone()
 
 
-def _has_tag(info: NoteInfo, tags: frozenset[str]) -> bool:
+def note_has_tag(info: NoteInfo, tags: frozenset[str]) -> bool:
     """True without tag filters, or when a note tag equals a filter or descends from it."""
     if not tags:
         return True
@@ -336,24 +336,33 @@ def _time_matches(
     reference = min(now, window.end)
     found = []
     for info in notes:
-        moments = []
-        day = _daily_note_day(info)
-        if day is not None and daily_window.overlaps_day(day):
-            moments.append(_latest_instant(day, window))
-        if window.contains_ms(info.mtime_ms):
-            moments.append(datetime.fromtimestamp(info.mtime_ms / 1000.0).astimezone())
-        for value in _property_dates(info.parsed.frontmatter):
-            if isinstance(value, datetime):
-                if window.contains(value):
-                    moments.append(value)
-            elif window.overlaps_day(value):
-                moments.append(_latest_instant(value, window))
-        if moments:
-            latest = max(moments)
+        latest = note_moment(info, window, daily_window)
+        if latest is not None:
             score = recency_score(latest, reference)
             found.append(_Match(info, "time-filtered", score, latest.timestamp()))
     found.sort(key=lambda match: (-match.score, -match.moment, match.info.path))
     return found
+
+
+def note_moment(info: NoteInfo, window: TimeRange, daily_window: TimeRange) -> datetime | None:
+    """The latest of a note's dates in a time range, None when it has none there.
+
+    A daily note's day (within `daily_window`), its mtime, its `created` and `date`
+    properties: each counts (decision 5).
+    """
+    moments = []
+    day = _daily_note_day(info)
+    if day is not None and daily_window.overlaps_day(day):
+        moments.append(_latest_instant(day, window))
+    if window.contains_ms(info.mtime_ms):
+        moments.append(datetime.fromtimestamp(info.mtime_ms / 1000.0).astimezone())
+    for value in _property_dates(info.parsed.frontmatter):
+        if isinstance(value, datetime):
+            if window.contains(value):
+                moments.append(value)
+        elif window.overlaps_day(value):
+            moments.append(_latest_instant(value, window))
+    return max(moments) if moments else None
 
 
 def _daily_note_day(info: NoteInfo) -> date | None:

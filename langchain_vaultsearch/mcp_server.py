@@ -1,10 +1,11 @@
 """The vault's search as MCP tools: a thin adapter over `VaultSearch`, as the CLI is.
 
-Four read-only tools: `search` (ranked chunks), `context` (the XML a chat model answers
-from, with filters and time ranges), `read_note` (a note, whole) and `status`. The work
-runs in a worker thread, so the server keeps answering (pings, cancellations) while a
-large vault is searched. Served on stdio by `vaultsearch mcp`, or over streamable HTTP
-with `--http PORT` (loopback only, unless `--host` says otherwise).
+Five read-only tools: `search` (ranked chunks, optionally of tagged notes or a period),
+`local_search` (the XML context a chat model answers from), `read_note` (a note, whole),
+`list_tags` and `status`. Built on the official `mcp` SDK's `FastMCP` (1.x, the line
+`langchain-mcp-adapters` speaks). The work runs in a worker thread, so the server keeps
+answering (pings, cancellations) while a large vault is searched. Served on stdio by
+`vaultsearch mcp`, or over streamable HTTP with `--http PORT` (loopback unless `--host`).
 """
 
 from __future__ import annotations
@@ -19,26 +20,38 @@ from langchain_vaultsearch.semantic.embeddings import require_extra
 from langchain_vaultsearch.service import SEARCH_MODES, SearchMode, VaultSearch
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.fastmcp import FastMCP
 
 _T = TypeVar("_T")
 
 SNIPPET_CHARS = 1200
-"""Text of each search result sent to the client (the full note is one `read_note` away)."""
+"""Text of each search result sent to the client (the whole note is one `read_note` away)."""
+NOTE_CHARS = 100_000
+"""The most of one note `read_note` returns (a model's context is finite)."""
 
 INSTRUCTIONS = """Search the user's markdown notes (an Obsidian-style vault).
-- search: ranked chunks of notes for a query; [[Note]] names and #tags work in queries.
-- context: the notes a question names plus the best chunks, as XML with numbered sources.
+- search: ranked chunks of notes; [[Note]] names and #tags work in queries; tags and
+  time_range ("last week", "2024-03") keep only chunks of matching notes.
+- local_search: the notes a question names plus the best chunks, as XML with sources.
 - read_note: a whole note by the vault-relative path a result gave.
+- list_tags: the vault's tags and how many notes carry each.
 - status: what is indexed."""
 
 
-def create_mcp_server(service: VaultSearch, *, mode: SearchMode = "auto") -> MCPServer:
+def create_mcp_server(
+    service: VaultSearch,
+    *,
+    mode: SearchMode = "auto",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+) -> FastMCP:
     """An MCP server whose tools search `service`'s vault.
 
     Args:
         service: the opened vault (its indexes, filter and retrievers).
-        mode: the search mode of `search` and `context` when a call names none.
+        mode: the search mode of `search` and `local_search` when a call names none.
+        host: the address streamable HTTP listens on.
+        port: its port.
 
     Raises:
         MissingExtraError: the `mcp` extra is not installed.
@@ -48,57 +61,77 @@ def create_mcp_server(service: VaultSearch, *, mode: SearchMode = "auto") -> MCP
         msg = f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}"
         raise ValueError(msg)
     require_extra("mcp", "mcp")
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.fastmcp import FastMCP
     from mcp.types import ToolAnnotations
 
-    from langchain_vaultsearch import __version__
-
-    server: MCPServer = MCPServer(
-        name="vaultsearch", version=__version__, instructions=INSTRUCTIONS
-    )
+    server = FastMCP(name="vaultsearch", instructions=INSTRUCTIONS, host=host, port=port)
     server_mode = mode
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
     @server.tool(annotations=read_only)
-    async def search(query: str, k: int = 10, mode: str | None = None) -> list[dict[str, Any]]:
+    async def search(
+        query: str,
+        top_n: int = 10,
+        mode: str | None = None,
+        tags: list[str] | None = None,
+        time_range: str | None = None,
+    ) -> list[dict[str, Any]]:
         """Rank the vault's note chunks for a query, best first.
 
         Args:
             query: words, a question, [[Note]] names or #tags.
-            k: how many chunks (1 to 100).
+            top_n: how many chunks (1 to 100).
             mode: auto, lexical, semantic or merged (default: the server's).
+            tags: only notes with one of these tags or a descendant ("project" keeps
+                "#project/alpha").
+            time_range: only notes with a date in this period ("last week", "2024-03").
         """
-        documents = await _call(service.search, query, mode=_mode(mode, server_mode), k=k)
+        documents = await _call(
+            service.search,
+            query,
+            mode=_mode(mode, server_mode),
+            k=top_n,
+            tags=tags,
+            time_range=time_range,
+        )
         return [_result(doc) for doc in documents]
 
     @server.tool(annotations=read_only)
-    async def context(
-        question: str, time_range: str | None = None, k: int = 30, mode: str | None = None
+    async def local_search(
+        question: str, time_range: str | None = None, top_n: int = 30, mode: str | None = None
     ) -> str:
         """The context a chat model would answer a question from, as XML with sources.
 
         Args:
             question: the question; the [[notes]], #tags and periods it names filter.
             time_range: a period ("last week", "2024-03"), else the one the question names.
-            k: search chunks at most (1 to 100).
+            top_n: documents at most (1 to 100).
             mode: auto, lexical, semantic or merged (default: the server's).
         """
         chosen = _mode(mode, server_mode)
-        built = await _call(service.context, question, mode=chosen, time_range=time_range, k=k)
+        built = await _call(service.context, question, mode=chosen, time_range=time_range, k=top_n)
         return built.text
 
     @server.tool(annotations=read_only)
     async def read_note(path: str) -> str:
-        """A whole note, by the vault-relative path a search result gave.
+        """A whole note (up to 100,000 characters), by the path a search result gave.
 
         Args:
-            path: e.g. "Engineering/PostgreSQL Indexing.md".
+            path: vault-relative, e.g. "Engineering/PostgreSQL Indexing.md".
         """
         note = await _call(service.note, path)
         if note is None:
-            msg = f"no note {path!r} in the vault (paths are relative, with .md)"
+            msg = f"no note {path!r} in the vault (paths are vault-relative, with .md)"
             raise _tool_error(msg)
-        return note.page_content
+        text = note.page_content
+        if len(text) > NOTE_CHARS:
+            return text[:NOTE_CHARS] + f"\n\n[… cut at {NOTE_CHARS:,} of {len(text):,} characters]"
+        return text
+
+    @server.tool(annotations=read_only)
+    async def list_tags() -> dict[str, int]:
+        """Every tag in the vault with how many notes carry it, most used first."""
+        return await _call(service.tags)
 
     @server.tool(annotations=read_only)
     async def status() -> dict[str, Any]:
@@ -111,8 +144,8 @@ def create_mcp_server(service: VaultSearch, *, mode: SearchMode = "auto") -> MCP
 async def _call(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:  # noqa: ANN401
     """Run a blocking service call in a worker thread; a bad argument becomes a tool error.
 
-    The SDK shows the client only the text of a `ToolError`; any other exception is
-    reported as a crash with no reason, which leaves the model guessing.
+    A `ToolError`'s text is what the client reads; any other exception would reach it as
+    a bare failure (or a traceback), which leaves the model guessing.
     """
     try:
         return await asyncio.to_thread(function, *args, **kwargs)
@@ -121,7 +154,7 @@ async def _call(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:  
 
 
 def _tool_error(message: str) -> Exception:
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.fastmcp.exceptions import ToolError
 
     return ToolError(message)
 

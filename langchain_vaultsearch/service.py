@@ -23,12 +23,19 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_vaultsearch.context.builder import ContextOptions, LocalSearchContext
 from langchain_vaultsearch.documents import note_document
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
-from langchain_vaultsearch.filters import FilterRetriever
+from langchain_vaultsearch.filters import (
+    MAX_DAILY_NOTE_DAYS,
+    FilterRetriever,
+    note_has_tag,
+    note_moment,
+)
 from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS, LocalSearchResult, local_search
+from langchain_vaultsearch.query_syntax import tag_filters
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
+from langchain_vaultsearch.search.core import RETURN_ALL_LIMIT, result_limit
 from langchain_vaultsearch.semantic.index import IndexProgress, RefreshReport, VaultIndex
-from langchain_vaultsearch.time_ranges import TimeRange
+from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
 from langchain_vaultsearch.vault.vault import Vault
 
 SearchMode = Literal["auto", "lexical", "semantic", "merged"]
@@ -153,15 +160,62 @@ class VaultSearch:
             raise ValueError(msg)
         return self.semantic_index
 
-    def search(self, query: str, *, mode: SearchMode = "auto", k: int = 10) -> list[Document]:
-        """Ranked chunks for a query.
+    def search(
+        self,
+        query: str,
+        *,
+        mode: SearchMode = "auto",
+        k: int = 10,
+        tags: Sequence[str] | None = None,
+        time_range: TimeRange | str | None = None,
+    ) -> list[Document]:
+        """Ranked chunks for a query, optionally of notes with given tags or dates.
 
         Args:
             query: the query.
             mode: `auto`, `lexical`, `semantic` or `merged`.
             k: results (1..100).
+            tags: keep chunks of notes carrying one of these tags or a descendant
+                (`project` keeps `#project/alpha`).
+            time_range: keep chunks of notes with a date in this range (a `TimeRange` or
+                an expression such as "last week"), as the filter reads dates.
+
+        With tags or a range the filters apply to the best 100 chunks, so fewer than `k`
+        may come back.
+
+        Raises:
+            ValueError: a bad mode, `k` or time expression.
         """
-        return self.retriever(mode).invoke(query, k=k)
+        retriever = self.retriever(mode)
+        if not tags and time_range is None:
+            return retriever.invoke(query, k=k)
+        result_limit(k)
+        wanted = frozenset(tag_filters("", [f"#{tag.lstrip('#')}" for tag in tags or ()]))
+        window = resolve_time_range(time_range)
+        daily = None if window is None else window.last_days(MAX_DAILY_NOTE_DAYS)
+        kept = []
+        for doc in retriever.invoke(query, k=RETURN_ALL_LIMIT):
+            info = self.vault.get(str(doc.metadata.get("path")))
+            if info is None or not note_has_tag(info, wanted):
+                continue
+            if (
+                window is not None
+                and daily is not None
+                and note_moment(info, window, daily) is None
+            ):
+                continue
+            kept.append(doc)
+        return kept[:k]
+
+    def tags(self) -> dict[str, int]:
+        """Every tag of the searchable notes, with how many notes carry it, most used first."""
+        self.vault.refresh()
+        counts: dict[str, int] = {}
+        for info in self.vault.notes.values():
+            if info.searchable:
+                for tag in dict.fromkeys(info.parsed.tags):
+                    counts[tag] = counts.get(tag, 0) + 1
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
     def context(
         self,

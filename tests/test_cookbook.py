@@ -29,12 +29,21 @@ EXPECTED_OUTPUT = {
         "<localSearch>",
         "</localSearch>",
         "1 Projects/Alpha/Next.js OAuth Setup.md",
+        "Engineering/PostgreSQL Indexing.md#",  # the keyword retriever over the export
     ],
     "02_langgraph_rag.ipynb": [
         "examples/sample-vault",
         "retrieved:\n  Projects/Alpha/Next.js OAuth Setup.md",
         "grade -.-> answer;",
         "grade -> ['relevant']",
+    ],
+    "05_mcp_agent.ipynb": [
+        "examples/sample-vault",
+        "['list_tags', 'local_search', 'read_note', 'search', 'status']",
+        "0.98  Projects/Alpha/Next.js OAuth Setup.md",
+        "tool search -> {",
+        "answer: ",
+        "server stopped: True",
     ],
     "04_semantic_and_merged.ipynb": [
         "examples/sample-vault",

@@ -39,20 +39,24 @@ async def _stdio_session(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -
 
 
 def test_a_stdio_session_lists_and_calls_every_tool(vault_dir: Path) -> None:
-    names, found, context, note, status = asyncio.run(
+    results = asyncio.run(
         _stdio_session(
             vault_dir,
             [
-                ("search", {"query": "OAuth login in Next.js", "k": 3}),
-                ("context", {"question": "How do I set up OAuth in [[Deployment]]?"}),
+                ("search", {"query": "OAuth login in Next.js", "top_n": 3}),
+                ("local_search", {"question": "How do I set up OAuth in [[Deployment]]?"}),
                 ("read_note", {"path": OAUTH}),
                 ("status", {}),
+                ("list_tags", {}),
+                ("search", {"query": "deploy", "tags": ["project"]}),
+                ("search", {"query": "OAuth", "time_range": "2020-01"}),
             ],
         )
     )
-    assert names == ["context", "read_note", "search", "status"]
-    assert not found.is_error
-    results = found.structured_content["result"]
+    names, found, context, note, status, tags, tagged, dated = results
+    assert names == ["list_tags", "local_search", "read_note", "search", "status"]
+    assert not found.isError
+    results = found.structuredContent["result"]
     assert len(results) == 3
     assert results[0]["path"] == OAUTH
     assert results[0]["source"] == "lexical"
@@ -60,8 +64,15 @@ def test_a_stdio_session_lists_and_calls_every_tool(vault_dir: Path) -> None:
     assert "<localSearch" in context.content[0].text
     assert "Deployment" in context.content[0].text
     assert "OAuth" in note.content[0].text
-    assert status.structured_content["notes"] > 5
-    assert status.structured_content["semantic"] is None
+    assert status.structuredContent["notes"] > 5
+    assert status.structuredContent["semantic"] is None
+    assert tags.structuredContent["#project/alpha"] >= 1
+    assert tagged.structuredContent["result"]
+    assert all(
+        any(tag.startswith("#project") for tag in doc["tags"])
+        for doc in tagged.structuredContent["result"]
+    )
+    assert dated.structuredContent["result"] == []  # no note of the vault dates from 2020
 
 
 def test_bad_arguments_come_back_as_tool_errors_with_their_reason(vault_dir: Path) -> None:
@@ -70,16 +81,16 @@ def test_bad_arguments_come_back_as_tool_errors_with_their_reason(vault_dir: Pat
             vault_dir,
             [
                 ("read_note", {"path": "Nowhere.md"}),
-                ("search", {"query": "oauth", "k": 500}),
+                ("search", {"query": "oauth", "top_n": 500}),
                 ("search", {"query": "oauth", "mode": "fuzzy"}),
             ],
         )
     )
-    assert missing.is_error
+    assert missing.isError
     assert "no note 'Nowhere.md'" in missing.content[0].text
-    assert bad_k.is_error
+    assert bad_k.isError
     assert "k must be between 1 and 100" in bad_k.content[0].text
-    assert bad_mode.is_error
+    assert bad_mode.isError
     assert "mode must be one of" in bad_mode.content[0].text
 
 
@@ -117,12 +128,12 @@ def test_a_streamable_http_session_on_loopback(vault_dir: Path) -> None:
             ClientSession(streams[0], streams[1]) as session,
         ):
             await session.initialize()
-            return await session.call_tool("search", {"query": "OAuth Next.js", "k": 2})
+            return await session.call_tool("search", {"query": "OAuth Next.js", "top_n": 2})
 
     with _http_server(vault_dir) as url:
         result = asyncio.run(search(url))
-    assert not result.is_error
-    assert result.structured_content["result"][0]["path"] == OAUTH
+    assert not result.isError
+    assert result.structuredContent["result"][0]["path"] == OAUTH
 
 
 def test_without_the_extra_the_error_names_the_pip_command(
