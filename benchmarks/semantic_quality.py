@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from langchain_core.documents import Document
 
@@ -57,9 +58,16 @@ def default_embeddings() -> str:
     return f"huggingface:{folder}"
 
 
-def systems_for(vault: Path, embeddings: str) -> dict[str, Callable[[str], list[str]]]:
+def systems_for(
+    vault: Path, embeddings: str, hybrid: bool = False
+) -> dict[str, Callable[[str], list[str]]]:
     """Each system as query -> ranked note paths, over one shared vault and index."""
-    from langchain_vaultsearch import MergedSemanticRetriever, TieredLexicalRetriever, VaultIndex
+    from langchain_vaultsearch import (
+        MergedSemanticRetriever,
+        RetrieverFactory,
+        TieredLexicalRetriever,
+        VaultIndex,
+    )
 
     home = CACHE / vault.resolve().name  # one index per vault folder name
     start = time.perf_counter()
@@ -81,6 +89,18 @@ def systems_for(vault: Path, embeddings: str) -> dict[str, Callable[[str], list[
             semantic_index=index, k=OURS_K, fusion=fusion, lexical_retriever=lexical
         )
         runs[f"merged-{fusion}"] = _paths(merged.invoke)
+    if hybrid:
+        variants: dict[str, dict[str, Any]] = {
+            "hybrid": {},
+            "hybrid-no-graph": {"graph": False},
+            "hybrid-no-recency": {"recency": False},
+            "hybrid-rrf": {"fusion": "rrf"},
+        }
+        for name, options in variants.items():
+            factory = RetrieverFactory(
+                semantic_index=index, mode="hybrid", k=OURS_K, lexical_side=lexical, **options
+            )
+            runs[name] = _paths(factory.invoke)
     return runs
 
 
@@ -117,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--embeddings", default=None, help="embedding spec (default: MiniLM)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a bar fails")
+    parser.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="also the hybrid mode, with each stage switched off in turn and with RRF",
+    )
     args = parser.parse_args(argv)
     embeddings = args.embeddings or default_embeddings()
     merged: dict[str, dict[str, list[tuple[float, float]]]] = {}
@@ -125,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         if not vault or not Path(vault).is_dir():
             raise SystemExit(f"error: --set {pair}: expected QUERIES.json=VAULT_FOLDER")
         _meta, queries = load_judged_queries(Path(queries_file))
-        for kind, systems in score(queries, systems_for(Path(vault), embeddings)).items():
+        runs = systems_for(Path(vault), embeddings, hybrid=args.hybrid)
+        for kind, systems in score(queries, runs).items():
             for name, values in systems.items():
                 merged.setdefault(kind, {}).setdefault(name, []).extend(values)
     overall = merged.pop("overall")

@@ -32,6 +32,11 @@ from langchain_vaultsearch.expansion.terms import ExpandedQuery
 from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS
 from langchain_vaultsearch.mcp_server import create_mcp_server
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
+from langchain_vaultsearch.rerankers import (
+    DEFAULT_RERANKER_MODEL,
+    RERANKER_MODEL_VARIABLE,
+    CrossEncoderReranker,
+)
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.semantic.index import IndexProgress
 from langchain_vaultsearch.semantic.lock import IndexLockedError
@@ -75,7 +80,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="with --chunks: only chunks whose metadata KEY is VALUE (repeat for more)",
     )
-    search.add_argument("--k", type=int, default=10, help="results to show (1..100, default 10)")
+    search.add_argument(
+        "--k", "--top-n", type=int, default=10, help="results to show (1..100, default 10)"
+    )
+    search.add_argument(
+        "--no-graph", action="store_true", help="hybrid: no graph neighbours of the best results"
+    )
+    search.add_argument(
+        "--no-recency", action="store_true", help="hybrid: no boost for recently changed notes"
+    )
+    search.add_argument(
+        "--rerank",
+        action="store_true",
+        help="hybrid: re-sort the top 10 with a cross-encoder ($VAULTSEARCH_RERANKER_MODEL, a"
+        " model name or local folder; needs the 'local' extra)",
+    )
     search.add_argument("--json", action="store_true", help="print the documents as JSON")
     search.add_argument(
         "--explain", action="store_true", help="show matched fields, boosts and query terms"
@@ -261,7 +280,15 @@ def _search(args: argparse.Namespace) -> int:
         llm = openai_chat_model(args.chat_model, needed_by="--expand", hint="or leave out --expand")
         expander = QueryExpander(llm)
     service = _open(args, expander)
-    documents = _retriever(service, args.mode).invoke(query, k=args.k)
+    hybrid_options = (args.no_graph, args.no_recency, args.rerank)
+    if args.mode != "hybrid" and any(hybrid_options):
+        raise UsageError("--no-graph, --no-recency and --rerank apply to --mode hybrid")
+    retriever = (
+        _hybrid_retriever(service, args)
+        if args.mode == "hybrid"
+        else _retriever(service, args.mode)
+    )
+    documents = retriever.invoke(query, k=args.k)
     expansion = service.lexical.last_query_expansion
     if args.json:
         payload: dict[str, Any] = {
@@ -283,6 +310,19 @@ def _search(args: argparse.Namespace) -> int:
         for rank, doc in enumerate(documents, start=1):
             print(f"{rank:>3}. {doc.id}\n{_explain(doc.metadata['explanation'])}")
     return 0
+
+
+def _hybrid_retriever(service: VaultSearch, args: argparse.Namespace) -> BaseRetriever:
+    reranker = None
+    if args.rerank:
+        model = os.environ.get(RERANKER_MODEL_VARIABLE) or DEFAULT_RERANKER_MODEL
+        try:
+            reranker = CrossEncoderReranker(model_name_or_path=model)
+        except Exception as exc:  # a missing extra, or a model it cannot load
+            raise UsageError(f"--rerank could not load {model}: {exc}") from None
+    return service.retriever(
+        "hybrid", graph=not args.no_graph, recency=not args.no_recency, reranker=reranker
+    )
 
 
 def _search_chunks(args: argparse.Namespace) -> int:
@@ -517,6 +557,11 @@ def _fit(text: str, width: int) -> str:
 
 def _explain(explanation: dict[str, Any]) -> str:
     lines = []
+    neighbour = explanation.get("graphNeighbour")
+    if neighbour:
+        lines.append(f"       graph neighbour of {', '.join(neighbour['via'])}")
+    if "recency" in explanation:
+        lines.append(f"       recency x{explanation['recency']:.2f}")
     if "bm25" in explanation:  # keyword search over a chunk store
         lines.append(f"       bm25 {explanation['bm25']:.3f}, tfidf {explanation['tfidf']:.3f}")
         for name, factor in explanation.get("boosts", {}).items():

@@ -20,7 +20,14 @@ from langchain_vaultsearch.text.chunking import Chunk, chunk_index_from_chunk_id
 from langchain_vaultsearch.vault.note_info import NoteInfo
 
 DocumentSource = Literal[
-    "lexical", "semantic", "keyword", "title-match", "tag-match", "time-filtered", "note"
+    "lexical",
+    "semantic",
+    "keyword",
+    "graph",
+    "title-match",
+    "tag-match",
+    "time-filtered",
+    "note",
 ]
 
 

@@ -365,6 +365,25 @@ def note_moment(info: NoteInfo, window: TimeRange, daily_window: TimeRange) -> d
     return max(moments) if moments else None
 
 
+def latest_note_date(info: NoteInfo) -> datetime:
+    """A note's latest date: its mtime, its `created`/`date` properties, a daily note's day.
+
+    What recency means for a note everywhere it is used (decision 5): a daily note edited
+    long after its day still counts from its last change, a note back-dated in its
+    frontmatter from its property.
+    """
+    moments = [datetime.fromtimestamp(info.mtime_ms / 1000.0).astimezone()]
+    day = _daily_note_day(info)
+    days = [day] if day is not None else []
+    for value in _property_dates(info.parsed.frontmatter):
+        if isinstance(value, datetime):
+            moments.append(value.astimezone())
+        else:
+            days.append(value)
+    moments.extend(TimeRange.from_dates(d, d).end for d in days)
+    return max(moments)
+
+
 def _daily_note_day(info: NoteInfo) -> date | None:
     match = _DAILY_NOTE_TITLE.fullmatch(info.title)
     if match is None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.documents import Document
+from langchain_core.documents.compressor import BaseDocumentCompressor
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
@@ -38,8 +39,8 @@ from langchain_vaultsearch.semantic.index import IndexProgress, RefreshReport, V
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
 from langchain_vaultsearch.vault.vault import Vault
 
-SearchMode = Literal["auto", "lexical", "semantic", "merged"]
-SEARCH_MODES: tuple[SearchMode, ...] = ("auto", "lexical", "semantic", "merged")
+SearchMode = Literal["auto", "lexical", "semantic", "merged", "hybrid"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("auto", "lexical", "semantic", "merged", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -132,8 +133,21 @@ class VaultSearch:
         )
         self.lexical = self.factory.lexical_retriever
 
-    def retriever(self, mode: SearchMode = "auto") -> BaseRetriever:
+    def retriever(
+        self,
+        mode: SearchMode = "auto",
+        *,
+        graph: bool = True,
+        recency: bool = True,
+        reranker: BaseDocumentCompressor | None = None,
+    ) -> BaseRetriever:
         """The retriever of a mode: `auto` is the factory's choice per query.
+
+        Args:
+            mode: `auto`, `lexical`, `semantic`, `merged` or `hybrid`.
+            graph: `hybrid`: graph neighbours join the results.
+            recency: `hybrid`: recency tiers.
+            reranker: `hybrid`: a document compressor that re-sorts the top 10.
 
         Raises:
             ValueError: an unknown mode, or `semantic`/`merged` without a vector index.
@@ -143,6 +157,17 @@ class VaultSearch:
             raise ValueError(msg)
         if mode == "auto":
             return self.factory
+        if mode == "hybrid":
+            # Lexical, semantic when there is an index, then the stages; one fusion path.
+            return RetrieverFactory(
+                vault=self.vault,
+                semantic_index=self.semantic_index,
+                mode="hybrid",
+                graph=graph,
+                recency=recency,
+                reranker=reranker,
+                lexical_side=self.lexical,
+            )
         if mode == "lexical":
             return self.lexical
         index = self._index_or_error(mode)

@@ -19,11 +19,13 @@ from langchain_core.callbacks import (
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
+from langchain_core.documents.compressor import BaseDocumentCompressor
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
 from langchain_vaultsearch.fusion import FusionMethod
+from langchain_vaultsearch.hybrid import GraphExpansion, HybridStages, RecencyTiers, top_k_for
 from langchain_vaultsearch.query_syntax import parse_query
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
@@ -33,7 +35,8 @@ from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
 
-RetrieverType = Literal["self-host", "merged", "lexical"]
+RetrieverType = Literal["self-host", "hybrid", "merged", "lexical"]
+FactoryMode = Literal["auto", "hybrid"]
 
 
 class RetrieverFactory(BaseRetriever):
@@ -77,11 +80,25 @@ class RetrieverFactory(BaseRetriever):
     """Results per query."""
     fusion: FusionMethod = "calibrated"
     """Fusion of merged search."""
+    mode: FactoryMode = "auto"
+    """`hybrid` adds seed 002's stages after fusion: graph neighbours, recency, a reranker."""
+    graph: bool = True
+    """`hybrid`: graph neighbours of the best results join them."""
+    recency: bool = True
+    """`hybrid`: recently changed notes score x1.2 (7 days) and x1.1 (30 days)."""
+    reranker: BaseDocumentCompressor | None = Field(default=None, exclude=True, repr=False)
+    """`hybrid`: re-sorts the top `rerank_top_n` results (off by default)."""
+    rerank_top_n: int = Field(default=10, ge=1, le=MAX_RESULTS_RANGE[1])
+    """`hybrid`: results the reranker re-sorts."""
     query_expander: QueryExpanderLike | None = Field(default=None, exclude=True, repr=False)
     """An LLM query expander for lexical search."""
+    lexical_side: TieredLexicalRetriever | None = Field(default=None, exclude=True, repr=False)
+    """A lexical retriever over the same vault to share (its index is built once)."""
 
     _lexical: TieredLexicalRetriever = PrivateAttr()
     _merged: MergedSemanticRetriever | None = PrivateAttr(default=None)
+    _stages: HybridStages | None = PrivateAttr(default=None)
+    _notes: Vault = PrivateAttr()
     _last_type: RetrieverType | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -98,14 +115,31 @@ class RetrieverFactory(BaseRetriever):
                 msg = "RetrieverFactory needs vault_path, vault or semantic_index"
                 raise ValueError(msg)
             vault = Vault(self.vault_path)
-        self.vault = vault
-        self._lexical = TieredLexicalRetriever(vault=vault, query_expander=self.query_expander)
+        self.vault = self._notes = vault
+        shared = self.lexical_side
+        if shared is not None and shared.vault is not vault:
+            msg = "lexical_side must search the factory's vault"
+            raise ValueError(msg)
+        self._lexical = shared or TieredLexicalRetriever(
+            vault=vault, query_expander=self.query_expander
+        )
+        if self.mode == "hybrid":
+            self._stages = HybridStages(
+                graph=GraphExpansion() if self.graph else None,
+                recency=RecencyTiers() if self.recency else None,
+                reranker=self.reranker,
+                rerank_top_n=self.rerank_top_n,
+            )
+        elif self.reranker is not None:
+            msg = 'a reranker runs in mode="hybrid"; pass mode="hybrid" too'
+            raise ValueError(msg)
         if self.semantic_index is not None:
             self._merged = MergedSemanticRetriever(
                 semantic_index=self.semantic_index,
                 k=self.k,
                 fusion=self.fusion,
                 lexical_retriever=self._lexical,
+                stages=self._stages,
             )
         return self
 
@@ -131,7 +165,9 @@ class RetrieverFactory(BaseRetriever):
             return "lexical"
         if self.self_host_retriever is not None and self._self_host_healthy():
             return "self-host"
-        return "merged" if self._merged is not None else "lexical"
+        if self._merged is None:
+            return "lexical"
+        return "hybrid" if self._stages is not None else "merged"
 
     def _self_host_healthy(self) -> bool:
         check = self.self_host_health_check
@@ -151,7 +187,7 @@ class RetrieverFactory(BaseRetriever):
             self._last_type = kind
         if kind == "self-host" and self.self_host_retriever is not None:
             return kind, self.self_host_retriever
-        if kind == "merged" and self._merged is not None:
+        if kind in ("hybrid", "merged") and self._merged is not None:
             return kind, self._merged
         return "lexical", self._lexical
 
@@ -165,9 +201,14 @@ class RetrieverFactory(BaseRetriever):
     ) -> list[Document]:
         kind, retriever = self._pick(query, salient_terms)
         config: Any = {"callbacks": run_manager.get_child()}
-        return retriever.invoke(
-            query, config, **_kwargs(kind, self.k if k is None else k, salient_terms)
-        )
+        wanted = self.k if k is None else k
+        if kind == "lexical" and self._stages is not None:
+            # Hybrid without vectors (tags, periods, no index): the stages over lexical.
+            pool = retriever.invoke(
+                query, config, **_kwargs(kind, top_k_for(wanted), salient_terms)
+            )
+            return self._stages.apply(pool, query, self._notes, top_n=wanted)
+        return retriever.invoke(query, config, **_kwargs(kind, wanted, salient_terms))
 
     async def _aget_relevant_documents(
         self,
@@ -179,13 +220,17 @@ class RetrieverFactory(BaseRetriever):
     ) -> list[Document]:
         kind, retriever = self._pick(query, salient_terms)
         config: Any = {"callbacks": run_manager.get_child()}
-        return await retriever.ainvoke(
-            query, config, **_kwargs(kind, self.k if k is None else k, salient_terms)
-        )
+        wanted = self.k if k is None else k
+        if kind == "lexical" and self._stages is not None:
+            pool = await retriever.ainvoke(
+                query, config, **_kwargs(kind, top_k_for(wanted), salient_terms)
+            )
+            return self._stages.apply(pool, query, self._notes, top_n=wanted)
+        return await retriever.ainvoke(query, config, **_kwargs(kind, wanted, salient_terms))
 
 
 def _kwargs(kind: RetrieverType, k: int, salient_terms: Sequence[str] | None) -> dict[str, Any]:
     """Per-call options each retriever takes (a user's retriever takes none)."""
     if kind == "self-host":
         return {}
-    return {"k": k, "salient_terms": list(salient_terms or ())}
+    return {"k": min(k, MAX_RESULTS_RANGE[1]), "salient_terms": list(salient_terms or ())}

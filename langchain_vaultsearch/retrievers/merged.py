@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_expansion
 from langchain_vaultsearch.fusion import FusionMethod, FusionWeights, fuse
+from langchain_vaultsearch.hybrid import HybridStages, top_k_for
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
 from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, RETURN_ALL_LIMIT, result_limit
@@ -92,6 +93,9 @@ class MergedSemanticRetriever(BaseRetriever):
     lexical_retriever: TieredLexicalRetriever | None = Field(default=None, exclude=True, repr=False)
     """The lexical side; one over the index's vault is made when omitted."""
 
+    stages: HybridStages | None = Field(default=None, exclude=True, repr=False)
+    """Hybrid search: graph neighbours, recency tiers and a reranker after the fusion."""
+
     _semantic: VaultSemanticRetriever = PrivateAttr()
     _weights: FusionWeights = PrivateAttr()
 
@@ -121,7 +125,7 @@ class MergedSemanticRetriever(BaseRetriever):
         wanted = self.k if k is None else result_limit(k)
         if self.return_all:
             return RETURN_ALL_LIMIT, RETURN_ALL_LIMIT
-        return wanted, min(2 * wanted, RETURN_ALL_LIMIT)
+        return wanted, min(top_k_for(wanted), RETURN_ALL_LIMIT)
 
     def _lexical(self) -> TieredLexicalRetriever:
         if self.lexical_retriever is None:  # the validator always sets it
@@ -181,14 +185,18 @@ class MergedSemanticRetriever(BaseRetriever):
         # The query's own words (not an LLM's expansion): how much of what the user typed
         # lexical search found is what its weight should follow.
         terms = fallback_expansion(query).salient_terms
-        return fuse(
+        fused = fuse(
             lexical,
             semantic,
-            limit=limit,
+            # The hybrid stages see the whole pool: recency may lift a result from below.
+            limit=limit if self.stages is None else max(len(lexical) + len(semantic), 1),
             method=self.fusion,
             weights=self._weights,
             query_terms=terms,
         )
+        if self.stages is None:
+            return fused
+        return self.stages.apply(fused, query, self.semantic_index.vault, top_n=limit)
 
 
 def _resolved(path: str) -> Path:

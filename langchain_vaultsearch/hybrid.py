@@ -1,0 +1,277 @@
+"""Seed 002's hybrid stages, after fusion: graph neighbours, recency tiers, a reranker.
+
+Fusion (`fusion.py`) makes one ranked list from the lexical and semantic ones; these
+stages then reshape it, each switchable, in this order:
+
+1. **Graph neighbours** (seed 002 §6.3.3): notes one link away (out-links and
+   backlinks) from the best few results join the list below every directly found
+   result, each saying which result brought it in. Bounded twice: a few seeds, and a
+   few neighbours per seed, so a hub note with 2,000 backlinks adds a handful, not 2,000,
+   and costs no more time than any other note. While a large vault's first index is
+   still building (searches scan meanwhile), its link graph is not known and no
+   neighbours join.
+2. **Recency tiers** (§6.3.4): a result whose note changed within 7 days is multiplied by
+   1.2, within 30 days by 1.1 (configurable); a note's date is its latest of mtime,
+   `created`/`date` properties and a daily note's day, as the time filters read them.
+3. **Reranker** (§6.4.2): any LangChain `BaseDocumentCompressor` re-sorts the top
+   `rerank_top_n`; a failure or a timeout keeps the order and is logged.
+
+Then the list is cut to `top_n` and scaled so the best scores 1.0: seed 002's invariants
+(at most `top_n`, unique chunk ids, scores in [0, 1] with the best at 1.0, descending).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.documents.compressor import BaseDocumentCompressor
+
+from langchain_vaultsearch.documents import chunk_document, document_score, result_order
+from langchain_vaultsearch.filters import latest_note_date
+from langchain_vaultsearch.search.chunk_cache import read_chunks
+from langchain_vaultsearch.vault.vault import Vault
+
+logger = logging.getLogger(__name__)
+
+
+def top_k_for(top_n: int) -> int:
+    """Results asked of each strategy for `top_n` results: `max(10, 2 x top_n)` (§6.4.3)."""
+    return max(10, 2 * top_n)
+
+
+@dataclass(frozen=True)
+class RecencyTiers:
+    """Score factors by how recently a note changed.
+
+    Attributes:
+        tiers: (days, factor) pairs; the first tier a note's age fits applies.
+    """
+
+    tiers: tuple[tuple[float, float], ...] = ((7.0, 1.2), (30.0, 1.1))
+
+    def __post_init__(self) -> None:
+        for days, factor in self.tiers:
+            if days <= 0 or factor <= 0:
+                msg = f"recency tiers need days > 0 and factor > 0, got ({days}, {factor})"
+                raise ValueError(msg)
+
+    def factor(self, moment: datetime, now: datetime) -> float:
+        """The factor of a note last dated `moment`."""
+        age_days = (now - moment).total_seconds() / 86400.0
+        for days, factor in sorted(self.tiers):
+            if age_days <= days:
+                return factor
+        return 1.0
+
+
+@dataclass(frozen=True)
+class GraphExpansion:
+    """How graph neighbours join the results.
+
+    Attributes:
+        seeds: how many of the best results lend their neighbours.
+        per_seed: neighbours one seed may bring (a hub's most connected ones).
+        weight: a neighbour's score as a share of the weakest direct result's.
+    """
+
+    seeds: int = 5
+    per_seed: int = 3
+    weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.seeds < 1 or self.per_seed < 1 or not 0 < self.weight < 1:
+            msg = "graph expansion needs seeds >= 1, per_seed >= 1 and 0 < weight < 1"
+            raise ValueError(msg)
+
+
+@dataclass
+class HybridStages:
+    """The stages after fusion, each off when None.
+
+    Attributes:
+        graph: graph neighbours.
+        recency: recency tiers.
+        reranker: a LangChain document compressor that re-sorts the top results.
+        rerank_top_n: results the reranker re-sorts.
+        rerank_timeout_s: time the reranker has before the order is kept.
+    """
+
+    graph: GraphExpansion | None = field(default_factory=GraphExpansion)
+    recency: RecencyTiers | None = field(default_factory=RecencyTiers)
+    reranker: BaseDocumentCompressor | None = None
+    rerank_top_n: int = 10
+    rerank_timeout_s: float = 10.0
+
+    def apply(
+        self,
+        docs: Sequence[Document],
+        query: str,
+        vault: Vault,
+        *,
+        top_n: int,
+        now: datetime | None = None,
+    ) -> list[Document]:
+        """Run the stages over a fused list and cut it to `top_n`, the best at 1.0."""
+        ranked = sorted(docs, key=result_order)
+        if self.graph is not None and ranked:
+            ranked = _with_neighbours(ranked, vault, self.graph)
+        if self.recency is not None:
+            ranked = _with_recency(ranked, vault, self.recency, now or datetime.now().astimezone())
+        ranked.sort(key=result_order)
+        if self.reranker is not None:
+            ranked = _reranked(
+                ranked, query, self.reranker, self.rerank_top_n, self.rerank_timeout_s
+            )
+        return _normalized(ranked[:top_n])
+
+
+def _with_neighbours(ranked: list[Document], vault: Vault, graph: GraphExpansion) -> list[Document]:
+    """The results, then neighbours of the best `graph.seeds` notes below the weakest one."""
+    present = {str(doc.metadata.get("path")) for doc in ranked}
+    seeds: list[str] = []
+    for doc in ranked:
+        path = str(doc.metadata.get("path"))
+        if path not in seeds:
+            seeds.append(path)
+        if len(seeds) == graph.seeds:
+            break
+    connections: Counter[str] = Counter()
+    brought_by: dict[str, list[str]] = {}
+    for seed in seeds:
+        linked = (vault.outlinks(seed) | vault.backlinks(seed)) - present
+        # A hub's neighbours: those linked to most of the seeds first, then the newest.
+        for neighbour in _most_connected(linked, vault, graph.per_seed):
+            connections[neighbour] += 1
+            brought_by.setdefault(neighbour, []).append(seed)
+    floor = min(document_score(doc.metadata) for doc in ranked)
+    added = []
+    for neighbour, count in connections.most_common():
+        info = vault.get(neighbour)
+        read = None if info is None or not info.searchable else read_chunks(vault, info)
+        if info is None or read is None or not read[1]:
+            continue
+        score = floor * graph.weight * count / len(seeds)
+        explanation = {"graphNeighbour": {"via": brought_by[neighbour], "links": count}}
+        added.append(
+            chunk_document(
+                info,
+                read[1][0],
+                score=score,
+                source="graph",
+                engine="graph",
+                explanation=explanation,
+            )
+        )
+    return ranked + added
+
+
+def _most_connected(linked: frozenset[str], vault: Vault, limit: int) -> list[str]:
+    """Up to `limit` of the linked notes: most links of their own first, then newest."""
+    if len(linked) <= limit:
+        return sorted(linked)
+
+    def rank(path: str) -> tuple[int, float, str]:
+        info = vault.get(path)
+        degree = len(vault.backlinks(path)) + len(vault.outlinks(path))
+        return (-degree, -(info.mtime_ms if info is not None else 0.0), path)
+
+    return sorted(linked, key=rank)[:limit]
+
+
+def _with_recency(
+    ranked: list[Document], vault: Vault, tiers: RecencyTiers, now: datetime
+) -> list[Document]:
+    boosted = []
+    for doc in ranked:
+        info = vault.get(str(doc.metadata.get("path")))
+        factor = 1.0 if info is None else tiers.factor(latest_note_date(info), now)
+        if factor == 1.0:
+            boosted.append(doc)
+            continue
+        score = document_score(doc.metadata) * factor
+        explanation = dict(doc.metadata.get("explanation") or {})
+        explanation["recency"] = factor
+        metadata = {
+            **doc.metadata,
+            "score": score,
+            "rerank_score": score,
+            "explanation": explanation,
+        }
+        boosted.append(Document(page_content=doc.page_content, metadata=metadata, id=doc.id))
+    return boosted
+
+
+def _reranked(
+    ranked: list[Document],
+    query: str,
+    reranker: BaseDocumentCompressor,
+    top_n: int,
+    timeout_s: float,
+) -> list[Document]:
+    """The top `top_n` in the reranker's order (a `relevance_score` it sets, else its order)."""
+    head, tail = ranked[:top_n], ranked[top_n:]
+    if len(head) < 2:
+        return ranked
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        future = pool.submit(reranker.compress_documents, head, query)
+        result = list(future.result(timeout=timeout_s))
+    except concurrent.futures.TimeoutError:
+        logger.warning("The reranker took over %.1f s; keeping the fused order", timeout_s)
+        return ranked
+    except Exception:
+        logger.exception("The reranker failed; keeping the fused order")
+        return ranked
+    finally:
+        pool.shutdown(wait=False)
+    by_id = {doc.id: doc for doc in head}
+    order = [doc for doc in result if doc.id in by_id]
+    order += [doc for doc in head if doc.id not in {d.id for d in order}]
+    top = document_score(head[0].metadata)
+    reranked = []
+    for position, doc in enumerate(order):
+        relevance = doc.metadata.get("relevance_score")
+        original = by_id[doc.id]
+        # The reranker's order wins; the fused scores are kept in that order's shape.
+        score = top * (1.0 - position / (2 * len(order)))
+        metadata: dict[str, Any] = {**original.metadata, "score": score, "rerank_score": score}
+        if isinstance(relevance, (int, float)):
+            metadata["relevance_score"] = float(relevance)
+        reranked.append(
+            Document(page_content=original.page_content, metadata=metadata, id=original.id)
+        )
+    floor = reranked[-1].metadata["score"]
+    return reranked + [_capped(doc, floor) for doc in tail]
+
+
+def _capped(doc: Document, ceiling: float) -> Document:
+    return _rescored(doc, min(document_score(doc.metadata), ceiling))
+
+
+def _rescored(doc: Document, score: float, **metadata: Any) -> Document:  # noqa: ANN401
+    """A copy of a document with a new `score` and `rerank_score` (inputs stay unchanged)."""
+    updated = {**doc.metadata, **metadata, "score": score, "rerank_score": score}
+    return Document(page_content=doc.page_content, metadata=updated, id=doc.id)
+
+
+def _normalized(docs: list[Document]) -> list[Document]:
+    """Unique chunk ids, best first, scaled so the best is 1.0."""
+    seen: set[str] = set()
+    unique = []
+    for doc in sorted(docs, key=result_order):
+        key = str(doc.id or doc.metadata.get("chunkId") or doc.metadata.get("path"))
+        if key not in seen:
+            seen.add(key)
+            unique.append(doc)
+    best = document_score(unique[0].metadata) if unique else 0.0
+    return [
+        _rescored(doc, min(max(document_score(doc.metadata) / best, 0.0), 1.0) if best > 0 else 0.0)
+        for doc in unique
+    ]
