@@ -84,6 +84,8 @@ def systems_for(
         "lexical": _paths(lexical.invoke),
         "semantic": _paths(semantic.invoke),
     }
+    from langchain_vaultsearch.hybrid import GraphExpansion
+
     for fusion in FUSIONS:
         merged = MergedSemanticRetriever(
             semantic_index=index, k=OURS_K, fusion=fusion, lexical_retriever=lexical
@@ -95,12 +97,18 @@ def systems_for(
             "hybrid-no-graph": {"graph": False},
             "hybrid-no-recency": {"recency": False},
             "hybrid-rrf": {"fusion": "rrf"},
+            "hybrid-graph-in-pool": {"graph_expansion": GraphExpansion(below_direct=False)},
         }
         for name, options in variants.items():
             factory = RetrieverFactory(
                 semantic_index=index, mode="hybrid", k=OURS_K, lexical_side=lexical, **options
             )
             runs[name] = _paths(factory.invoke)
+        runs["semantic-concepts"] = _paths(index.as_retriever(k=OURS_K, concept_terms=3).invoke)
+        with_concepts = MergedSemanticRetriever(
+            semantic_index=index, k=OURS_K, lexical_retriever=lexical, concept_terms=3
+        )
+        runs["merged-concepts"] = _paths(with_concepts.invoke)
     return runs
 
 
@@ -140,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--hybrid",
         action="store_true",
-        help="also the hybrid mode, with each stage switched off in turn and with RRF",
+        help="also the hybrid mode, each stage switched off in turn, RRF, and the concept"
+        " vocabulary (3 terms) on semantic and merged search",
     )
     args = parser.parse_args(argv)
     embeddings = args.embeddings or default_embeddings()

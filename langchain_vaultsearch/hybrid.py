@@ -4,8 +4,13 @@ Fusion (`fusion.py`) makes one ranked list from the lexical and semantic ones; t
 stages then reshape it, each switchable, in this order:
 
 1. **Graph neighbours** (seed 002 §6.3.3): notes one link away (out-links and
-   backlinks) from the best few results join the list below every directly found
-   result, each saying which result brought it in. Bounded twice: a few seeds, and a
+   backlinks) from the best few results join the pool "with a slightly lower score than
+   the directly retrieved documents", each saying which results brought it in. By
+   default below every direct result (ordered by the results that brought them): scored
+   instead at a share of their seed's score (`below_direct=False`), they pushed direct
+   results out of the top 10 and cost 0.006-0.027 nDCG@10 on the judged queries
+   (`benchmarks/semantic_quality.py --hybrid`), so they fill lists the direct results
+   leave short rather than reorder them. Bounded twice: a few seeds, and a
    few neighbours per seed, so a hub note with 2,000 backlinks adds a handful, not 2,000,
    and costs no more time than any other note. While a large vault's first index is
    still building (searches scan meanwhile), its link graph is not known and no
@@ -78,12 +83,14 @@ class GraphExpansion:
     Attributes:
         seeds: how many of the best results lend their neighbours.
         per_seed: neighbours one seed may bring (a hub's most connected ones).
-        weight: a neighbour's score as a share of the weakest direct result's.
+        weight: a neighbour's score as a share of the best result that brought it in.
+        below_direct: scale neighbours below the weakest direct result.
     """
 
     seeds: int = 5
     per_seed: int = 3
     weight: float = 0.5
+    below_direct: bool = True
 
     def __post_init__(self) -> None:
         if self.seeds < 1 or self.per_seed < 1 or not 0 < self.weight < 1:
@@ -151,13 +158,20 @@ def _with_neighbours(ranked: list[Document], vault: Vault, graph: GraphExpansion
             connections[neighbour] += 1
             brought_by.setdefault(neighbour, []).append(seed)
     floor = min(document_score(doc.metadata) for doc in ranked)
+    top = max(document_score(doc.metadata) for doc in ranked)
+    seed_scores: dict[str, float] = {}
+    for doc in ranked:
+        path = str(doc.metadata.get("path"))
+        seed_scores.setdefault(path, document_score(doc.metadata))
     added = []
     for neighbour, count in connections.most_common():
         info = vault.get(neighbour)
         read = None if info is None or not info.searchable else read_chunks(vault, info)
         if info is None or read is None or not read[1]:
             continue
-        score = floor * graph.weight * count / len(seeds)
+        score = graph.weight * max(seed_scores[seed] for seed in brought_by[neighbour])
+        if graph.below_direct:
+            score *= floor / top if top > 0 else 0.0
         explanation = {"graphNeighbour": {"via": brought_by[neighbour], "links": count}}
         added.append(
             chunk_document(

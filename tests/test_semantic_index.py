@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -237,3 +238,61 @@ def test_options_are_checked(vault_dir: Path, model: CountingEmbedding) -> None:
     vault = Vault(vault_dir)
     with pytest.raises(ValueError, match="needs embeddings"):
         VaultIndex(vault=vault, vectorstore=InMemoryVectorStore(embedding=model))
+
+
+def test_the_concept_vocabulary_is_built_saved_reused_and_rebuilt_after_edits(
+    vault_dir: Path, model: CountingEmbedding, touch: Callable[[Path, str, int], None]
+) -> None:
+    index = make_index(vault_dir, model)
+    index.refresh()
+    vocabulary = index.concepts()
+    # Terms of two or more notes, no stop words, no CJK fragments, nothing short.
+    assert "oauth" in vocabulary.terms
+    assert "deployment" in vocabulary.terms
+    assert all(len(t) >= 3 and t.isalpha() for t in vocabulary.terms)
+    assert "the" not in vocabulary.terms
+    assert vocabulary.vectors.shape == (len(vocabulary.terms), DIMS)
+    embedded = model.texts
+    again = make_index(vault_dir, model)  # a new process: loaded from the saved arrays
+    assert again.concepts().terms == vocabulary.terms
+    assert model.texts == embedded
+    note = vault_dir / "Projects/Beta/Notes.md"
+    touch(note, "# Beta\n\nTomatoes, gardening and a zeppelin deployment.\n", 30)
+    again.refresh()
+    rebuilt = again.concepts()
+    assert rebuilt.key != vocabulary.key
+    assert "zeppelin" not in vocabulary.terms  # in one note only: not a concept
+    nearest = rebuilt.nearest(model.embed_query("oauth"), 2, exclude=["oauth"])
+    assert len(nearest) == 2
+    assert "oauth" not in nearest
+
+
+def test_a_damaged_concept_file_is_dropped_and_rebuilt(
+    vault_dir: Path, model: CountingEmbedding, caplog: pytest.LogCaptureFixture
+) -> None:
+    index = make_index(vault_dir, model)
+    index.refresh()
+    terms = index.concepts().terms
+    path = next(vault_dir.parent.glob("*-concepts.npz"))
+    path.write_bytes(b"not an archive")
+    with caplog.at_level(logging.WARNING):
+        assert make_index(vault_dir, model).concepts().terms == terms
+    assert "Ignoring the concept vocabulary" in caplog.text
+
+
+def test_concept_terms_extend_the_semantic_query(vault_dir: Path, model: CountingEmbedding) -> None:
+    index = make_index(vault_dir, model)
+    index.refresh()
+    seen: list[str] = []
+    original = index.search
+
+    def recording(query: str, k: int) -> list[tuple[str, float]]:
+        seen.append(query)
+        return original(query, k)
+
+    index.search = recording  # type: ignore[method-assign]
+    index.as_retriever(concept_terms=2).invoke("oauth login")
+    index.as_retriever().invoke("oauth login")
+    assert seen[0].startswith("oauth login ")
+    assert len(seen[0].split()) == 4
+    assert seen[1] == "oauth login"

@@ -84,6 +84,8 @@ class RetrieverFactory(BaseRetriever):
     """`hybrid` adds seed 002's stages after fusion: graph neighbours, recency, a reranker."""
     graph: bool = True
     """`hybrid`: graph neighbours of the best results join them."""
+    graph_expansion: GraphExpansion = Field(default_factory=GraphExpansion)
+    """`hybrid`: how many neighbours join, and at what share of their seed's score."""
     recency: bool = True
     """`hybrid`: recently changed notes score x1.2 (7 days) and x1.1 (30 days)."""
     reranker: BaseDocumentCompressor | None = Field(default=None, exclude=True, repr=False)
@@ -125,7 +127,7 @@ class RetrieverFactory(BaseRetriever):
         )
         if self.mode == "hybrid":
             self._stages = HybridStages(
-                graph=GraphExpansion() if self.graph else None,
+                graph=self.graph_expansion if self.graph else None,
                 recency=RecencyTiers() if self.recency else None,
                 reranker=self.reranker,
                 rerank_top_n=self.rerank_top_n,

@@ -88,6 +88,8 @@ class MergedSemanticRetriever(BaseRetriever):
     """`rrf`: the rank constant."""
     min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Cosine similarity a semantic chunk needs."""
+    concept_terms: int = Field(default=0, ge=0, le=10)
+    """Concept-vocabulary terms that extend the semantic query (0: off)."""
     query_expander: QueryExpanderLike | None = Field(default=None, exclude=True, repr=False)
     """An LLM query expander for the lexical side."""
     lexical_retriever: TieredLexicalRetriever | None = Field(default=None, exclude=True, repr=False)
@@ -110,7 +112,9 @@ class MergedSemanticRetriever(BaseRetriever):
                 vault=vault, query_expander=self.query_expander
             )
         self._semantic = VaultSemanticRetriever(
-            index=self.semantic_index, min_similarity_score=self.min_similarity_score
+            index=self.semantic_index,
+            min_similarity_score=self.min_similarity_score,
+            concept_terms=self.concept_terms,
         )
         self._weights = FusionWeights(
             lexical=self.lexical_weight,

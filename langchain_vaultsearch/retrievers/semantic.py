@@ -25,6 +25,7 @@ from langchain_vaultsearch.query_syntax import note_mentions
 from langchain_vaultsearch.search.core import MAX_QUERY_CHARS, MAX_RESULTS_RANGE, result_limit
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.text.chunking import note_path_from_chunk_id
+from langchain_vaultsearch.text.tokenize import tokenize_mixed
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ class VaultSemanticRetriever(BaseRetriever):
     """Cosine similarity a chunk needs to be returned."""
     refresh: bool = True
     """Catch up with vault edits before each query (`VaultIndex.ensure_fresh`)."""
+    concept_terms: int = Field(default=0, ge=0, le=10)
+    """Terms of the vault's concept vocabulary nearest the query that extend it (0: off)."""
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
@@ -75,8 +78,10 @@ class VaultSemanticRetriever(BaseRetriever):
             return []
         if self.refresh:
             self.index.ensure_fresh()
-        hits = self.index.search(query, limit) if self.index.covers(query) else []
-        return self._documents(query, hits, limit)
+        if not self.index.covers(query):
+            return self._documents(query, [], limit)
+        searched = self._with_concepts(query)
+        return self._documents(query, self.index.search(searched, limit), limit)
 
     async def _aget_relevant_documents(
         self,
@@ -90,8 +95,20 @@ class VaultSemanticRetriever(BaseRetriever):
             return []
         if self.refresh:
             await asyncio.to_thread(self.index.ensure_fresh)
-        hits = await self.index.asearch(query, limit) if self.index.covers(query) else []
+        if not self.index.covers(query):
+            return await asyncio.to_thread(self._documents, query, [], limit)
+        searched = await asyncio.to_thread(self._with_concepts, query)
+        hits = await self.index.asearch(searched, limit)
         return await asyncio.to_thread(self._documents, query, hits, limit)
+
+    def _with_concepts(self, query: str) -> str:
+        """The query, extended by the vault's terms nearest it (seed 002 §6.4.1)."""
+        if not self.concept_terms:
+            return query
+        vector = self.index.cached_embeddings.embed_query(query)
+        own = tokenize_mixed(query)
+        nearest = self.index.concepts().nearest(vector, self.concept_terms, exclude=own)
+        return f"{query} {' '.join(nearest)}" if nearest else query
 
     def _prepared(self, query: str, k: int | None) -> tuple[str, int]:
         """The query as searched (trimmed, at most 1,000 characters) and the result count."""

@@ -39,6 +39,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_vaultsearch.search.chunk_cache import ChunkCache, read_chunks
 from langchain_vaultsearch.semantic.cached_embeddings import CachedEmbeddings
+from langchain_vaultsearch.semantic.concepts import ConceptVocabulary, vocabulary_key
 from langchain_vaultsearch.semantic.embeddings import load_embeddings, require_extra
 from langchain_vaultsearch.semantic.lock import IndexLockedError, lock_file
 from langchain_vaultsearch.semantic.records import IndexRecords, text_hash
@@ -268,6 +269,9 @@ class VaultIndex:
             path = home / "records.sqlite3"
         self.records = IndexRecords(path)
         self._lock_path = path.with_suffix(".lock")
+        self._concepts_path = path.with_name(f"{path.stem}-concepts.npz")
+        self._concepts: ConceptVocabulary | None = None
+        self._concepts_lock = threading.Lock()
         spec = embeddings if isinstance(embeddings, str) else None
         if embeddings is None:
             spec = self.records.get_meta("embedding_spec")
@@ -662,6 +666,30 @@ class VaultIndex:
         """Async twin of `search`."""
         hits = await asimilarity(self.store, query, fetch_k(k))
         return best_per_chunk(hits, k)
+
+    def concepts(self) -> ConceptVocabulary:
+        """The vault's concept vocabulary, current for what is indexed now.
+
+        Loaded from beside the records, else built (a term already embedded once costs
+        nothing); a refresh that changed notes makes the next call rebuild it.
+        """
+        key = vocabulary_key(self.model_id, self.records.hashes().items())
+        with self._concepts_lock:
+            if self._concepts is not None and self._concepts.key == key:
+                return self._concepts
+            loaded = ConceptVocabulary.load(self._concepts_path, key)
+            if loaded is None:
+                vault = self.vault
+                vault.refresh(keep_text=False)
+                notes = (
+                    frozenset(t for c in self.chunks.chunks_for(info) for t in c.terms["body"])
+                    for info in list(vault.notes.values())
+                    if info.searchable
+                )
+                loaded = ConceptVocabulary.build(notes, self.cached_embeddings, key)
+                loaded.save(self._concepts_path)
+            self._concepts = loaded
+            return loaded
 
     def as_retriever(self, **kwargs: Any) -> VaultSemanticRetriever:  # noqa: ANN401
         """This index as a LangChain retriever (`VaultSemanticRetriever`).
