@@ -570,8 +570,10 @@ def _explain(explanation: dict[str, Any]) -> str:
         lines.append("       found only through the query expansion")
     matches = explanation.get("lexicalMatches") or []
     fields: dict[str, list[str]] = {}
-    for match in matches:
-        fields.setdefault(match["field"], []).append(match["query"])
+    for match in matches:  # `~`: the word a misspelt query term was taken for
+        fields.setdefault(match["field"], []).append(
+            match["query"] + ("~" if match.get("fuzzy") else "")
+        )
     for name, terms in fields.items():
         lines.append(f"       {name}: {', '.join(dict.fromkeys(terms))}")
     folder = explanation.get("folderBoost")

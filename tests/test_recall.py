@@ -11,6 +11,7 @@ import pytest
 from langchain_vaultsearch.search.recall import (
     BULK_NOTES,
     COMPACT_DELTA_NOTES,
+    FUZZY_WEIGHT,
     MAX_PREFIX_EXPANSIONS,
     PREFIX_WEIGHT,
     RecallIndex,
@@ -49,6 +50,21 @@ def test_vocabulary_term_not_indexed_still_comes_first() -> None:
         ("deploy", 1.0),
         ("deployment", pytest.approx(0.3348214)),
     ]
+
+
+def test_a_term_in_no_note_is_matched_to_words_a_typo_away() -> None:
+    vocab = vocabulary("indexing", "indexes", "index", "postgresql", "replication", "ink")
+    # 7 letters: one edit ("indxing" -> "indexing" inserts an e).
+    assert vocab.expand("indxing") == [("indxing", 1.0), ("indexing", FUZZY_WEIGHT)]
+    # 8+ letters: two edits.
+    assert ("replication", FUZZY_WEIGHT) in vocab.expand("replcaton")
+    # Within 1 edit only below 8 letters: "indxs" is 2 away from "index" ("indexes" 2).
+    assert vocab.expand("indxs") == [("indxs", 1.0)]
+    # A real word or a prefix is never "corrected"; short terms and CJK are left alone.
+    assert [t for t, _ in vocab.expand("index")] == ["index", "indexes", "indexing"]
+    assert vocab.expand("inx") == [("inx", 1.0)]
+    assert vocabulary("学习笔记").expand("学习笔计") == [("学习笔计", 1.0)]
+    assert prefix_weight("a", "a" * 200) > FUZZY_WEIGHT  # below any prefix match
 
 
 def test_vocabulary_two_letter_latin_not_expanded() -> None:

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from langchain_vaultsearch import TieredLexicalRetriever, Vault
 from langchain_vaultsearch.search import core as core_module
-from tests.conftest import write_vault
+from tests.conftest import SAMPLE_VAULT, write_vault
 
 CONTRACT_KEYS = {
     "path",
@@ -255,3 +255,12 @@ def test_one_long_note_does_not_crowd_out_other_notes(tmp_path: Path) -> None:
     assert len(docs) == 5
     assert len(set(paths(docs))) == 5
     assert paths(docs)[0] == "Long Guide.md"
+
+
+def test_a_misspelt_query_finds_the_note_and_says_which_word_it_matched() -> None:
+    retriever = TieredLexicalRetriever(vault_path=str(SAMPLE_VAULT), k=5)
+    for query in ("postgres indxing", "indxing strategies"):
+        top = retriever.invoke(query)[0]
+        assert top.metadata["path"] == "Engineering/PostgreSQL Indexing.md", query
+        fuzzy = [m for m in top.metadata["explanation"]["lexicalMatches"] if m.get("fuzzy")]
+        assert {m["query"] for m in fuzzy} == {"indexing"}

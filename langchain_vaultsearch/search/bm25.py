@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.search.chunk_cache import FIELDS, IndexedChunk
-from langchain_vaultsearch.search.recall import Vocabulary
+from langchain_vaultsearch.search.recall import FUZZY_WEIGHT, Vocabulary
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
 
 FIELD_WEIGHTS: dict[str, float] = {
@@ -142,10 +142,19 @@ def rank_chunks(
     position = np.full(count, -1, dtype=np.int64)
     position[order] = np.arange(len(order))
     matches: list[list[dict[str, Any]]] = [[] for _ in order]
+    fuzzy = {
+        other
+        for term, expanded in expansions.items()
+        for other, weight in expanded
+        if weight == FUZZY_WEIGHT and other != term
+    }
     for name, term, weight, docs in field_matches:
         hit_positions = position[docs]
+        match: dict[str, Any] = {"field": name, "query": term, "weight": weight}
+        if term in fuzzy:
+            match["fuzzy"] = True  # the query had a typo; this is the word it was near
         for hit_position in hit_positions[hit_positions >= 0].tolist():
-            matches[hit_position].append({"field": name, "query": term, "weight": weight})
+            matches[hit_position].append(dict(match))
     return [
         LexicalHit(chunks[index], float(final[index]), hit_matches)
         for index, hit_matches in zip(order.tolist(), matches, strict=True)
