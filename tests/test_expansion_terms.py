@@ -109,7 +109,9 @@ def test_cjk_terms(query: str, expected: list[str]) -> None:
         pytest.param("der Hund und die Katze", ["hund", "katze"], id="german-stop-words"),
         pytest.param("мои заметки о пианино", ["мои", "заметки", "пианино"], id="cyrillic"),
         pytest.param("what is next.js", ["next.js"], id="dotted-compound-whole"),
-        pytest.param("how do I use C# and c++", ["use"], id="single-letters-dropped"),
+        # The original dropped both (single letters); C# and C++ are what the user asks about.
+        pytest.param("how do I use C# and c++", ["c#", "c++", "use"], id="language-names-kept"),
+        pytest.param("a b c use", ["use"], id="single-letters-dropped"),
         pytest.param("issue #42 fix", ["issue", "42", "fix"], id="issue-number-is-a-word"),
         pytest.param("_private_ notes", ["private", "notes"], id="edge-underscores-trimmed"),
         pytest.param("notes notes Notes", ["notes"], id="deduplicated"),

@@ -18,7 +18,7 @@ from langchain_vaultsearch.text.markdown_syntax import (
     TAG_PATTERN,
     WIKILINK_PATTERN,
 )
-from langchain_vaultsearch.text.tokenize import CJK_RUN, contains_cjk
+from langchain_vaultsearch.text.tokenize import CJK_RUN, contains_cjk, symbol_terms
 from langchain_vaultsearch.vault.markdown import extract_tags_from_query
 
 ExpansionSource = Literal["fallback", "llm", "pre-expanded", "empty"]
@@ -141,7 +141,8 @@ def extract_salient_terms(query: str, min_length: int = MIN_TERM_LENGTH) -> list
         lambda m: " " + m.group(1).replace("|", " ").replace("#", " ") + " ", query
     )
     text = strip_tags(text, tags)
-    terms: list[str] = []
+    # C#, C++ and emoji are terms the word splitting below cannot see.
+    terms: list[str] = symbol_terms(text.lower())
     for match in _WORD.finditer(text.lower()):
         word = match.group(0)
         if contains_cjk(word):

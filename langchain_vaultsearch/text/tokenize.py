@@ -54,6 +54,24 @@ _ASCII_SEPARATORS = str.maketrans(
 )
 
 
+# A letter followed by `#` or `++` (C#, F#, C++, G++): the language, not the letter. Kept as
+# a term of its own beside the letter, so "C#" ranks a C# note above a C++ note.
+_LANGUAGE_NAME = re.compile(r"(?<![\w#+])([a-z])(#|\+\+)(?![\w#+])")
+# Emoji and pictographs: not word characters, yet what a note about "🚀 launches" is
+# found by. Each is a term of its own.
+_EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u2300-\u23ff\u3030\u303d]")
+
+
+def symbol_terms(lowered: str) -> list[str]:
+    """Language names (`c#`, `c++`) and emoji, which the word splitting drops."""
+    terms: list[str] = []
+    if "#" in lowered or "+" in lowered:
+        terms.extend(letter + mark for letter, mark in _LANGUAGE_NAME.findall(lowered))
+    if not lowered.isascii():
+        terms.extend(_EMOJI.findall(lowered))
+    return terms
+
+
 def tokenize_mixed(text: str) -> list[str]:
     """Split text into lowercase index terms, each term once, in order of appearance.
 
@@ -65,13 +83,14 @@ def tokenize_mixed(text: str) -> list[str]:
         text: any text: a note chunk, a title, a path or a query.
 
     Returns:
-        Tag terms (`#a/b`, `a/b`, `#a`, `a`, `b`), then word terms, CJK bigrams, and
-        accent-folded variants (`café` also gives `cafe`).
+        Language names (`c#`, `c++`) and emoji, tag terms (`#a/b`, `a/b`, `#a`, `a`,
+        `b`), then word terms, CJK bigrams, and accent-folded variants (`café` also
+        gives `cafe`).
     """
     if not text:
         return []
     lowered = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
-    tokens: dict[str, None] = {}
+    tokens: dict[str, None] = dict.fromkeys(symbol_terms(lowered))
     remainder = lowered
     if "#" in lowered:
         for match in TAG_PATTERN.finditer(lowered):
@@ -98,7 +117,7 @@ def term_occurrences(text: str) -> list[str]:
     if not text:
         return []
     lowered = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
-    terms: list[str] = []
+    terms: list[str] = symbol_terms(lowered)
     remainder = lowered
     if "#" in lowered:
         for match in TAG_PATTERN.finditer(lowered):
