@@ -19,7 +19,12 @@ from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from langchain_vaultsearch import RetrieverFactory, TieredLexicalRetriever, VaultIndex
+from langchain_vaultsearch import (
+    MergedSemanticRetriever,
+    RetrieverFactory,
+    TieredLexicalRetriever,
+    VaultIndex,
+)
 from langchain_vaultsearch.hybrid import GraphExpansion, HybridStages, RecencyTiers, top_k_for
 from tests.conftest import write_vault
 from tests.fake_embeddings import WordBagEmbedding
@@ -204,6 +209,9 @@ def test_seed_002_invariants_hold_in_every_mode(
         }
         for retriever, best_is_one in modes.values():
             _assert_invariants(retriever.invoke(text, k=top_n), top_n, best_is_one)
+        # At most top_k = max(10, 2 x top_n) asked of each strategy.
+        merged = MergedSemanticRetriever(semantic_index=index, lexical_retriever=lexical)
+        assert merged._limits(top_n) == (top_n, min(top_k_for(top_n), 100))
         index.close()
 
 

@@ -22,7 +22,8 @@ from langchain_vaultsearch.mcp_server import create_mcp_server
 from langchain_vaultsearch.service import VaultSearch
 
 OAUTH = "Projects/Alpha/OAuth Setup.md"
-SERVER = [sys.executable, "-m", "langchain_vaultsearch.cli", "mcp"]
+# The installed command, as an MCP client configuration names it.
+SERVER = [str(Path(sys.executable).with_name("vaultsearch")), "mcp"]
 
 
 async def _stdio_session(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
