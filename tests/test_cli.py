@@ -387,3 +387,15 @@ def test_search_chunks_filters_and_argument_errors(
     ):
         assert main(bad) == 2
         assert message in capsys.readouterr().err
+
+
+def test_hybrid_search_from_the_command_line(
+    vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["search", "--vault", str(vault_dir), "--mode", "hybrid", "--top-n", "3", "--json"]
+    assert main([*args, "--no-recency", "OAuth", "Next.js"]) == 0
+    documents = json.loads(capsys.readouterr().out)["documents"]
+    assert 1 <= len(documents) <= 3
+    assert documents[0]["metadata"]["score"] == 1.0
+    assert main(["search", "--vault", str(vault_dir), "--no-graph", "oauth"]) == 2
+    assert "apply to --mode hybrid" in capsys.readouterr().err
