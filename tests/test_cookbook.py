@@ -48,7 +48,7 @@ EXPECTED_OUTPUT = {
     "04_semantic_and_merged.ipynb": [
         "examples/sample-vault",
         "384 dimensions",
-        "49 notes, 121 chunks",
+        "49 notes, 123 chunks",
         "again: 0 texts embedded",
         "verify: True",
         "  semantic Engineering/PostgreSQL Indexing.md",

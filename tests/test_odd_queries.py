@@ -46,3 +46,24 @@ def test_an_emoji_query_finds_the_note_with_that_emoji(
     retriever: TieredLexicalRetriever, query: str
 ) -> None:
     assert retriever.invoke(query)[0].metadata["path"] == "Launch.md"
+
+
+def test_notes_without_a_body_are_found_by_name_and_tags_below_real_matches(
+    tmp_path: Path,
+) -> None:
+    vault = write_vault(
+        tmp_path / "empty",
+        {
+            "Quarterly Budget.md": "",  # 0 bytes
+            "Reading List.md": "---\ntags: [books, someday]\n---\n",  # frontmatter only
+            "Budget Review.md": "# Budget review\n\nThe quarterly budget was approved.\n",
+            "Other.md": "# Other\n\nNothing to see.\n",
+        },
+    )
+    retriever = TieredLexicalRetriever(vault_path=str(vault), k=5)
+    found = [d.metadata["path"] for d in retriever.invoke("quarterly budget")]
+    assert found[:2] == ["Budget Review.md", "Quarterly Budget.md"]  # the text match first
+    assert retriever.invoke("reading list")[0].metadata["path"] == "Reading List.md"
+    by_tag = retriever.invoke("#someday")
+    assert [d.metadata["path"] for d in by_tag] == ["Reading List.md"]
+    assert by_tag[0].metadata["tags"] == ["#books", "#someday"]

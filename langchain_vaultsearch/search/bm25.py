@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from langchain_vaultsearch.search.chunk_cache import FIELDS, IndexedChunk
 from langchain_vaultsearch.search.recall import FUZZY_WEIGHT, Vocabulary
+from langchain_vaultsearch.text.chunking import is_title_only
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
 
 FIELD_WEIGHTS: dict[str, float] = {
@@ -32,6 +33,8 @@ FIELD_WEIGHTS: dict[str, float] = {
 BM25_K1 = 1.2
 BM25_B = 0.7
 BM25_DELTA = 0.5
+TITLE_ONLY_FACTOR = 0.25
+"""Score share of a body-less note's title-only chunk (see `chunking.title_only_chunk`)."""
 
 
 @dataclass
@@ -137,6 +140,10 @@ def rank_chunks(
                 matched[query_index, docs] = True
                 field_matches.append((name, term, weight, docs))
     final = scores * matched.sum(axis=0)
+    # A body-less note matches on its name and tags alone, where every word weighs most:
+    # it ranks below notes whose text matches as well.
+    title_only = np.fromiter((is_title_only(c.chunk) for c in chunks), dtype=bool, count=count)
+    final[title_only] *= TITLE_ONLY_FACTOR
     order = np.argsort(-final, kind="stable")[:limit]
     order = order[final[order] > 0.0]
     position = np.full(count, -1, dtype=np.int64)

@@ -19,6 +19,7 @@ from langchain_vaultsearch.text.chunking import (
     chunk_index_from_chunk_id,
     chunk_note,
     note_path_from_chunk_id,
+    title_only_chunk,
 )
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
 from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
@@ -170,7 +171,9 @@ def read_chunks(
         return None
     text, unchanged = read
     parsed = info.parsed if unchanged and _fits(info.parsed, text) else parse_note(text)
-    return parsed, chunk_note(info.path, text, parsed.headings, parsed.body_start, max_chars)
+    chunks = chunk_note(info.path, text, parsed.headings, parsed.body_start, max_chars)
+    # A note with no body is still found by its name and tags.
+    return parsed, chunks or [title_only_chunk(info.path)]
 
 
 def _fits(parsed: ParsedNote, text: str) -> bool:

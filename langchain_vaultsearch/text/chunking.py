@@ -88,6 +88,21 @@ class Chunk:
     title: str
 
 
+def title_only_chunk(note_path: str) -> Chunk:
+    """The one chunk of a note with no body (0 bytes, or frontmatter only).
+
+    The original gives such a note no chunk, so search never returns it, though its name
+    and tags say what it is about; this chunk is its header alone.
+    """
+    title = note_path.rsplit("/", 1)[-1].removesuffix(".md")
+    return Chunk(f"{note_path}#0", note_path, 0, chunk_header(title), "", title)
+
+
+def is_title_only(chunk: Chunk) -> bool:
+    """Whether a chunk is a body-less note's `title_only_chunk`."""
+    return chunk.chunk_index == 0 and chunk.content == chunk_header(chunk.title)
+
+
 def chunk_header(title: str) -> str:
     r"""Build the header the original puts in front of every chunk.
 
