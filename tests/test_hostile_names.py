@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from langchain_vaultsearch import FilterRetriever, TieredLexicalRetriever
 from langchain_vaultsearch.vault.vault import Vault, decode_note
+from tests.conftest import write_vault
 
 
 def test_colons_in_top_level_names_are_found_and_resolve(tmp_path: Path) -> None:
@@ -53,3 +56,21 @@ def test_composed_and_decomposed_names_find_each_other(tmp_path: Path) -> None:
     assert lexical.invoke("re\u0301sume\u0301")[0].metadata["path"] == f"{nfd}.md"
     found = FilterRetriever(vault=vault).find(f"what is on the [[{nfc}]]?")
     assert [d.metadata["path"] for d in found.documents] == [f"{nfd}.md"]
+
+
+@pytest.mark.parametrize("alias", ["aaa-alias", "zzz-alias"])
+def test_a_folder_symlink_inside_the_vault_shows_each_note_once_under_its_real_path(
+    tmp_path: Path, alias: str
+) -> None:
+    vault = write_vault(tmp_path / "v", {"real/Zeppelin.md": "# Zeppelin\n\nairship hangar\n"})
+    (vault / alias).symlink_to(vault / "real", target_is_directory=True)
+    retriever = TieredLexicalRetriever(vault_path=str(vault))
+    assert [d.metadata["path"] for d in retriever.invoke("airship hangar")] == ["real/Zeppelin.md"]
+    assert sorted(retriever.vault.notes) == ["real/Zeppelin.md"]  # type: ignore[union-attr]
+
+
+def test_a_folder_symlink_into_a_hidden_folder_is_still_followed(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {".archive/Old.md": "# Old\n\nairship hangar\n"})
+    (vault / "archive").symlink_to(vault / ".archive", target_is_directory=True)
+    retriever = TieredLexicalRetriever(vault_path=str(vault))
+    assert [d.metadata["path"] for d in retriever.invoke("airship")] == ["archive/Old.md"]

@@ -442,12 +442,23 @@ class Vault:
                     logger.debug("Skipping symlink that leaves the vault: %s", rel)
                     continue
                 if entry.is_dir():
+                    if is_link and self._walked_anyway(os.path.realpath(entry.path)):
+                        # Its notes are listed once, under their real path, whichever of
+                        # the link and the folder a listing reaches first.
+                        logger.debug("Skipping %s: a link to a folder of the vault", rel)
+                        continue
                     folders.append((entry.path, rel, is_link))
                 elif name.lower().endswith(".md") and entry.is_file():
                     files.append((rel, entry.path, is_link))
             except OSError as exc:
                 logger.warning("Cannot stat %s: %s", rel, exc)
         return folders, files
+
+    def _walked_anyway(self, real: str) -> bool:
+        """Whether a folder inside the vault is reached by its own path (not hidden)."""
+        rel = os.path.relpath(real, self.root)
+        parts = [] if rel == "." else rel.split(os.sep)
+        return bool(parts) and (self.include_hidden or not any(p.startswith(".") for p in parts))
 
     def list_files(self) -> dict[str, tuple[str, Stamp]]:
         """Every note file on disk now, without reading, parsing or recording any of them.
