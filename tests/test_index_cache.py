@@ -325,8 +325,8 @@ def test_note_record_round_trip() -> None:
         "# Head\n\nSee [[Other#Part|label]] and ![[Pic.png]] #inline\n"
     )
     parsed = parse_note(text)
-    record = note_record("x/Note.md", (123, 456), 1.5, 2.5, parsed)
-    assert parse_record(record) == ("x/Note.md", (123, 456), 1.5, 2.5, parsed)
+    record = note_record("x/Note.md", (123, 456, 789), 1.5, 2.5, parsed)
+    assert parse_record(record) == ("x/Note.md", (123, 456, 789), 1.5, 2.5, parsed)
     assert parsed.links[0] == Link("Other", "Part", "label", False)
     assert parsed.headings[0] == Heading(1, "Head", parsed.body_start)
 
@@ -338,14 +338,21 @@ def test_note_record_round_trip() -> None:
 def test_frontmatter_json_cannot_carry_is_refused(frontmatter: dict[object, object]) -> None:
     parsed = ParsedNote(frontmatter=frontmatter)  # type: ignore[arg-type]
     with pytest.raises(NotPortableError):
-        note_record("n.md", (1, 1), 0.0, 0.0, parsed)
+        note_record("n.md", (1, 1, 1), 0.0, 0.0, parsed)
 
 
 @pytest.mark.parametrize(
-    "damage", [{"stamp": [1]}, {"links": [["only-target"]]}, {"frontmatter": [1]}, {"path": None}]
+    "damage",
+    [
+        {"stamp": [1]},
+        {"stamp": [1, 2]},
+        {"links": [["only-target"]]},
+        {"frontmatter": [1]},
+        {"path": None},
+    ],
 )
 def test_malformed_record_is_a_value_error(damage: dict[str, object]) -> None:
-    record = note_record("n.md", (1, 1), 0.0, 0.0, parse_note("# T\n[[L]]\n"))
+    record = note_record("n.md", (1, 1, 1), 0.0, 0.0, parse_note("# T\n[[L]]\n"))
     record.update(damage)
     if damage.get("path", "") is None:
         record.pop("path")

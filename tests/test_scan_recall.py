@@ -136,7 +136,7 @@ def test_list_files_and_peek_read_nothing_into_the_records(tmp_path: Path) -> No
     vault = Vault(root, watch=False)
     files = vault.list_files()
     assert set(files) == {"A.md", "Sub/B.md"}
-    abs_path, (_mtime_ns, size) = files["A.md"]
+    abs_path, (_mtime_ns, size, _ctime_ns) = files["A.md"]
     assert Path(abs_path) == root / "A.md"
     assert size == len("# A\n#tag")
     info = vault.peek("A.md")

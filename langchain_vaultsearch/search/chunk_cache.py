@@ -72,14 +72,14 @@ class ChunkCache:
         self._max_chars = max_chars
         self._budget = budget_bytes
         self._used = 0
-        self._cache: OrderedDict[str, tuple[tuple[float, int], list[IndexedChunk], int]] = (
+        self._cache: OrderedDict[str, tuple[tuple[float, int, int], list[IndexedChunk], int]] = (
             OrderedDict()
         )
         self._lock = threading.Lock()
 
     def chunks_for(self, info: NoteInfo) -> list[IndexedChunk]:
         """The indexed chunks of a note, from cache when the note has not changed."""
-        stamp = (info.mtime_ms, info.size)
+        stamp = (info.mtime_ms, info.size, info.changed_ns)
         with self._lock:
             cached = self._cache.get(info.path)
             if cached is not None and cached[0] == stamp:

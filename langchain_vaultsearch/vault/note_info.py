@@ -24,6 +24,8 @@ class NoteInfo:
         size: size in bytes.
         parsed: frontmatter, tags, aliases, links and headings.
         searchable: False when the user's inclusion/exclusion rules leave it out.
+        changed_ns: the file's inode change time, nanoseconds: with mtime and size, what
+            tells an edit that restored the mtime (see `note_records.Stamp`).
     """
 
     path: str
@@ -33,6 +35,7 @@ class NoteInfo:
     size: int
     parsed: ParsedNote
     searchable: bool
+    changed_ns: int = 0
 
     @property
     def folder(self) -> str:

@@ -15,7 +15,12 @@ from typing import Any
 
 from langchain_vaultsearch.vault.markdown import Heading, Link, ParsedNote
 
-Stamp = tuple[int, int]
+Stamp = tuple[int, int, int]
+"""`(mtime_ns, size, ctime_ns)` of a note file: any change to any of them means re-read.
+
+The inode change time is there for edits that keep size and mtime (an editor or a sync
+tool restoring the mtime after writing): the kernel sets it on every write, and no
+user-level call can set it back."""
 
 _DATE = "\x00date"
 _DATETIME = "\x00datetime"
@@ -32,7 +37,7 @@ def note_record(
 
     Args:
         path: vault-relative path.
-        stamp: `(mtime_ns, size)` of the file the record was made from.
+        stamp: `(mtime_ns, size, ctime_ns)` of the file the record was made from.
         mtime_ms: modification time, epoch milliseconds.
         ctime_ms: creation time, epoch milliseconds.
         parsed: what the note's text parsed to.
@@ -72,7 +77,7 @@ def parse_record(record: dict[str, Any]) -> tuple[str, Stamp, float, float, Pars
         ValueError: when the record is malformed (a damaged or foreign file).
     """
     try:
-        mtime_ns, size = record["stamp"]
+        mtime_ns, size, ctime_ns = record["stamp"]
         frontmatter = _decode(record["frontmatter"])
         if not isinstance(frontmatter, dict):
             msg = "frontmatter is not a mapping"
@@ -95,7 +100,7 @@ def parse_record(record: dict[str, Any]) -> tuple[str, Stamp, float, float, Pars
         )
         return (
             str(record["path"]),
-            (int(mtime_ns), int(size)),
+            (int(mtime_ns), int(size), int(ctime_ns)),
             float(record["mtime_ms"]),
             float(record["ctime_ms"]),
             parsed,

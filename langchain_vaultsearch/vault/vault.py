@@ -12,6 +12,7 @@ returns.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import os
@@ -20,6 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -58,6 +60,10 @@ class _Listing(NamedTuple):
     watched: bool
     folders: list[tuple[str, str, bool]]
     files: list[tuple[str, str, bool]]
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def decode_note(data: bytes) -> str:
@@ -135,6 +141,10 @@ class Vault:
         self.max_note_bytes = max_note_bytes
         self._notes: dict[str, NoteInfo] = {}
         self._stamps: dict[str, Stamp] = {}
+        # A digest of each note's text read in this process: tells a change of the file's
+        # attributes only (chmod, a new hard link: the inode change time moves) from an
+        # edit that kept its size and restored its mtime.
+        self._digests: dict[str, bytes] = {}
         self._oversized: set[tuple[str, int]] = set()
         self._lock = threading.RLock()
         self._graph: LinkGraph | None = None
@@ -223,20 +233,29 @@ class Vault:
         for rel, (abs_path, stat) in seen.items():
             if stat is None:
                 continue
-            stamp = (stat.st_mtime_ns, stat.st_size)
-            if self._stamps.get(rel) == stamp:
+            stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
+            known = self._stamps.get(rel)
+            if known == stamp:
+                continue
+            if known is not None and known[:2] == stamp[:2] and self._same_text(rel, abs_path):
+                self._stamps[rel] = stamp  # its attributes changed, not its text
+                info = self._notes.get(rel)
+                if info is not None:
+                    self._notes[rel] = replace(info, changed_ns=stat.st_ctime_ns)
                 continue
             loaded = self._load(rel, abs_path, stat)
             if loaded is None:
                 unreadable.add(rel)
                 continue
             self._stamps[rel] = stamp
+            self._digests[rel] = _digest(loaded[1])
             self._notes[rel] = loaded[0]
             updated.append(loaded if keep_text else (loaded[0], ""))
         removed = [rel for rel in self._notes if rel not in seen or rel in unreadable]
         for rel in removed:
             self._notes.pop(rel, None)
             self._stamps.pop(rel, None)
+            self._digests.pop(rel, None)
         if updated or removed:
             self._graph = None
             self._version += 1
@@ -295,7 +314,9 @@ class Vault:
                 # does not find, symlinks that leave the vault included.
                 if _relative_parts(path) is None:
                     continue
-                self._notes[path] = self._note_info(path, mtime_ms, ctime_ms, stamp[1], note)
+                self._notes[path] = self._note_info(
+                    path, mtime_ms, ctime_ms, stamp[1], note, changed_ns=stamp[2]
+                )
                 self._stamps[path] = stamp
             self._graph = None
             self._version += 1
@@ -469,7 +490,7 @@ class Vault:
         that leave the vault, a folder reached twice.
 
         Returns:
-            Vault-relative path -> (absolute path, (mtime_ns, size)).
+            Vault-relative path -> (absolute path, (mtime_ns, size, ctime_ns)).
         """
         root = str(self.root)
         visited = {root}
@@ -483,7 +504,7 @@ class Vault:
                     stat = os.stat(abs_path)
                 except OSError:
                     continue
-                found[rel] = (abs_path, (stat.st_mtime_ns, stat.st_size))
+                found[rel] = (abs_path, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
             for abs_sub, rel_sub, is_link in folders:
                 real = os.path.realpath(abs_sub) if is_link else abs_sub
                 if real not in visited:
@@ -510,6 +531,18 @@ class Vault:
             return None
         loaded = self._load(path, str(abs_path), stat)
         return None if loaded is None else loaded[0]
+
+    def _same_text(self, rel: str, abs_path: str) -> bool:
+        """Whether a note's file still holds the text read before (False when unknown)."""
+        known = self._digests.get(rel)
+        if known is None:
+            return False
+        try:
+            with open(abs_path, "rb") as handle:
+                text = decode_note(handle.read(self.max_note_bytes + 1))
+        except OSError:
+            return False
+        return _digest(text) == known
 
     def _inside_root(self, real_path: str) -> bool:
         root = str(self.root)
@@ -541,11 +574,25 @@ class Vault:
                 parsed.frontmatter_error,
             )
         ctime = getattr(stat, "st_birthtime", stat.st_ctime)
-        info = self._note_info(rel, stat.st_mtime_ns / 1e6, ctime * 1000.0, stat.st_size, parsed)
+        info = self._note_info(
+            rel,
+            stat.st_mtime_ns / 1e6,
+            ctime * 1000.0,
+            stat.st_size,
+            parsed,
+            changed_ns=stat.st_ctime_ns,
+        )
         return info, text
 
     def _note_info(
-        self, rel: str, mtime_ms: float, ctime_ms: float, size: int, parsed: ParsedNote
+        self,
+        rel: str,
+        mtime_ms: float,
+        ctime_ms: float,
+        size: int,
+        parsed: ParsedNote,
+        *,
+        changed_ns: int,
     ) -> NoteInfo:
         return NoteInfo(
             path=rel,
@@ -554,6 +601,7 @@ class Vault:
             ctime_ms=ctime_ms,
             size=size,
             parsed=parsed,
+            changed_ns=changed_ns,
             searchable=is_allowed(
                 self.inclusions, self.exclusions, rel, parsed.tags, parsed.frontmatter
             ),
@@ -588,12 +636,16 @@ class Vault:
         read = self._read_stamped(info.path)
         if read is None:
             return None
-        text, (mtime_ns, size) = read
+        text, (mtime_ns, size, ctime_ns) = read
         # `info` may not be in the records (see `peek`): its own stamp tells.
-        return text, (mtime_ns / 1e6, size) == (info.mtime_ms, info.size)
+        return text, (mtime_ns / 1e6, size, ctime_ns) == (
+            info.mtime_ms,
+            info.size,
+            info.changed_ns,
+        )
 
     def _read_stamped(self, path: str) -> tuple[str, Stamp] | None:
-        """A note's text and the `(mtime_ns, size)` of the file it was read from."""
+        """A note's text and the `(mtime_ns, size, ctime_ns)` of the file it was read from."""
         abs_path = self.safe_path(path)
         if abs_path is None:
             return None
@@ -603,7 +655,7 @@ class Vault:
                 text = decode_note(handle.read(self.max_note_bytes + 1))
         except OSError:
             return None
-        return text, (stat.st_mtime_ns, stat.st_size)
+        return text, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
 
     def safe_path(self, path: str) -> Path | None:
         """Map a vault-relative path to a file path only if it stays inside the vault.
