@@ -259,7 +259,12 @@ class FilterRetriever(BaseModel):
             else:
                 others = _tag_matches(eligible)
         covered = {match.info.path for match in matches}
-        matches.extend(match for match in others if match.info.path not in covered)
+        matches.extend(
+            match
+            for match in others
+            if match.info.path not in covered
+            and _still_matches(vault.get(match.info.path), wanted, window, daily_window)
+        )
 
         documents: list[Document] = []
         for match in matches:
@@ -285,7 +290,7 @@ class FilterRetriever(BaseModel):
         return self.vault
 
     def _document(self, match: _Match) -> Document | None:
-        info = match.info
+        info = self._vault.get(match.info.path) or match.info  # the checked record
         text = self._vault.read_text(info.path)
         if text is None:  # deleted or unreadable since the refresh
             return None
@@ -316,6 +321,26 @@ def note_has_tag(info: NoteInfo, tags: frozenset[str]) -> bool:
     if not tags:
         return True
     return any(not tags.isdisjoint(tag_hierarchy(tag)) for tag in info.parsed.tags)
+
+
+def _still_matches(
+    info: NoteInfo | None,
+    tags: frozenset[str],
+    window: TimeRange | None,
+    daily_window: TimeRange | None,
+) -> bool:
+    """Whether a note matched on its record still matches once the record is checked.
+
+    `Vault.get` checks a record adopted from a saved index against its note; a record
+    altered in that file must not make a note match a tag or a period it does not have.
+    """
+    if info is None or not info.searchable or not note_has_tag(info, tags):
+        return False
+    return (
+        window is None
+        or daily_window is None
+        or note_moment(info, window, daily_window) is not None
+    )
 
 
 def _tag_matches(notes: Iterable[NoteInfo]) -> list[_Match]:

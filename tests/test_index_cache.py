@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from langchain_vaultsearch import FilterRetriever, TieredLexicalRetriever
 from langchain_vaultsearch.search.core import SearchCore
 from langchain_vaultsearch.search.index_cache import HEADER, index_path, load_index
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
@@ -97,8 +98,11 @@ def test_restart_reads_no_unchanged_note_and_ranks_the_same(
     assert index_path(first.vault).is_file()
     reads_before = count_reads()
     second = SearchCore(Vault(root), policy=SMALL)
+    # A query parses only the notes it looks at (its candidates), to check their saved
+    # records against the note (the file is input): the vault is not read again.
+    assert [r.id for r in second.retrieve("kraken migration").results] == ["Kraken.md#0"]
+    assert count_reads() - reads_before == 1
     assert results(second) == expected
-    assert count_reads() == reads_before
     assert second.vault.backlinks("Folder1/Note 001.md") == {"Folder0/Note 000.md"}
     created = second.vault.notes["Folder0/Note 000.md"].parsed.frontmatter["created"]
     assert created == dt.date(2024, 1, 1)
@@ -120,7 +124,9 @@ def test_restart_sees_edits_additions_and_deletions(
     assert core.retrieve("migration").results == []
     assert [r.id for r in core.retrieve("okapi").results] == ["New/Okapi.md#0"]
     assert all("Note 001" not in r.id for r in core.retrieve("number1").results)
-    assert count_reads() - reads_before == 2  # the edited note and the new one
+    # The edited and the new note are read by the refresh; the others only when a query
+    # looks at them (their saved record is checked then), never the whole vault.
+    assert 2 <= count_reads() - reads_before < len(core.vault.notes)
 
 
 def test_damaged_or_foreign_index_is_ignored_with_a_warning(
@@ -297,7 +303,8 @@ def test_note_with_frontmatter_json_cannot_carry_is_read_again(
     reads_before = count_reads()
     core = SearchCore(Vault(root), policy=SMALL)
     assert [r.id for r in core.retrieve("quokka").results] == ["Binary.md#0"]
-    assert count_reads() - reads_before == 1
+    assert "Binary.md" not in core.vault._unverified  # read again, not adopted
+    assert count_reads() - reads_before < len(core.vault.notes)
     assert core.vault.notes["Binary.md"].parsed.frontmatter["blob"] == b"hello"
 
 
@@ -464,3 +471,30 @@ def test_forged_heading_offsets_in_saved_records_are_not_trusted(tmp_path: Path)
         for name, data in members.items():
             archive.writestr(name, data)
     assert results(SearchCore(Vault(root), policy=SMALL)) == expected
+
+
+def test_forged_tags_in_saved_records_never_reach_results_or_filters(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
+    path = index_path(Vault(root))
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    header = json.loads(members[HEADER])
+    for record in header["notes"]:
+        if record["path"] == "Kraken.md":
+            record["tags"] = ["#forged"]
+    members[HEADER] = json.dumps(header).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    vault = Vault(root)
+    with caplog.at_level(logging.WARNING):
+        retriever = TieredLexicalRetriever(vault=vault, index_policy=SMALL)
+        docs = retriever.invoke("kraken migration")
+        tagged = FilterRetriever(vault=vault).get_relevant_documents("#forged")
+    assert docs[0].metadata["path"] == "Kraken.md"
+    assert docs[0].metadata["tags"] == []
+    assert tagged == []
+    assert "The saved record of Kraken.md does not match the note" in caplog.text

@@ -227,5 +227,5 @@ def _postings_from(
 
 
 def _searchable(vault: Vault, path: str) -> bool:
-    info = vault.get(path)
+    info = vault.record(path)
     return info is not None and info.searchable

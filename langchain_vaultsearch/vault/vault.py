@@ -145,6 +145,10 @@ class Vault:
         # attributes only (chmod, a new hard link: the inode change time moves) from an
         # edit that kept its size and restored its mtime.
         self._digests: dict[str, bytes] = {}
+        # Records adopted from a saved index, not yet checked against their note: the file
+        # is anyone's input, so a record is re-derived from the note the first time it is
+        # looked up (`get`), and a mismatch is logged.
+        self._unverified: set[str] = set()
         self._oversized: set[tuple[str, int]] = set()
         self._lock = threading.RLock()
         self._graph: LinkGraph | None = None
@@ -249,6 +253,7 @@ class Vault:
                 continue
             self._stamps[rel] = stamp
             self._digests[rel] = _digest(loaded[1])
+            self._unverified.discard(rel)
             self._notes[rel] = loaded[0]
             updated.append(loaded if keep_text else (loaded[0], ""))
         removed = [rel for rel in self._notes if rel not in seen or rel in unreadable]
@@ -318,6 +323,7 @@ class Vault:
                     path, mtime_ms, ctime_ms, stamp[1], note, changed_ns=stamp[2]
                 )
                 self._stamps[path] = stamp
+            self._unverified = set(self._notes)
             self._graph = None
             self._version += 1
             return len(self._notes)
@@ -683,8 +689,48 @@ class Vault:
         return self._notes
 
     def get(self, path: str) -> NoteInfo | None:
-        """The record of one note, or None."""
+        """The record of one note, or None (checked against the note if it was adopted)."""
+        info = self._notes.get(path)
+        if info is None or path not in self._unverified:
+            return info
+        return self._verified(info)
+
+    def record(self, path: str) -> NoteInfo | None:
+        """The record of one note as held, unchecked: for passes over every note.
+
+        `get` checks a record adopted from a saved index against its note the first time
+        it is asked for it; a pass over the whole vault would read the whole vault.
+        """
         return self._notes.get(path)
+
+    def _verified(self, info: NoteInfo) -> NoteInfo:
+        """An adopted record, or the one its note parses to when they differ (logged)."""
+        read = self._read_stamped(info.path)
+        if read is None or read[1] != self._stamps.get(info.path):
+            return info  # changed since: the next refresh reads it anyway
+        text = read[0]
+        parsed = parse_note(text)
+        with self._lock:
+            self._unverified.discard(info.path)
+            self._digests[info.path] = _digest(text)
+            if parsed == info.parsed or self._notes.get(info.path) is not info:
+                return self._notes.get(info.path) or info
+            logger.warning(
+                "The saved record of %s does not match the note (a stale or altered index"
+                " file); it is re-derived from the note",
+                info.path,
+            )
+            fixed = self._note_info(
+                info.path,
+                info.mtime_ms,
+                info.ctime_ms,
+                info.size,
+                parsed,
+                changed_ns=info.changed_ns,
+            )
+            self._notes[info.path] = fixed
+            self._graph = None
+            return fixed
 
     def folder_sizes(self) -> Counter[str]:
         """Number of notes directly in each folder (the folder boost's denominator)."""
@@ -695,8 +741,11 @@ class Vault:
         return self._link_graph().backlinks.get(path, frozenset())
 
     def tags(self, path: str) -> tuple[str, ...]:
-        """A note's tags (inline and frontmatter, `#`-prefixed), empty for an unknown note."""
-        info = self.get(path)
+        """A note's tags (inline and frontmatter, `#`-prefixed), empty for an unknown note.
+
+        As recorded (`record`): the graph boost asks this of many notes per query.
+        """
+        info = self.record(path)
         return info.parsed.tags if info is not None else ()
 
     def outlinks(self, path: str) -> frozenset[str]:
