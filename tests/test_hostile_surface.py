@@ -113,3 +113,27 @@ def test_the_keyword_retriever_over_the_export_answers(vault: Path, tmp_path: Pa
     assert keyword.invoke("colonfileword")[0].metadata["path"] == "Re: budget.md"
     assert keyword.invoke("\U0001f680 liftoff")[0].metadata["path"] == "Launch.md"
     _bounded(started)
+
+
+def test_the_semantic_and_merged_retrievers_answer(vault: Path, tmp_path: Path) -> None:
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from langchain_vaultsearch import MergedSemanticRetriever, RetrieverFactory, VaultIndex
+    from tests.fake_embeddings import WordBagEmbedding
+
+    started = time.perf_counter()
+    index = VaultIndex(
+        vault_path=vault,
+        embeddings=WordBagEmbedding(),
+        vectorstore=lambda embedding: InMemoryVectorStore(embedding=embedding),
+        records_path=tmp_path / "records.sqlite3",
+    )
+    index.refresh()
+    assert index.verify().ok
+    merged = MergedSemanticRetriever(semantic_index=index, k=5)
+    assert merged.invoke("colonfileword")[0].metadata["path"] == "Re: budget.md"
+    hybrid = RetrieverFactory(semantic_index=index, mode="hybrid", k=5)
+    assert hybrid.invoke("widechars")[0].metadata["path"] == "Utf16.md"
+    assert index.as_retriever(k=5).invoke("quasar")  # the bomb note, by its body
+    index.close()
+    _bounded(started)
