@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import os
+import tempfile
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +28,20 @@ INFLATION_ALLOWANCE = 16 * 1024 * 1024
 """Bytes of inflation any saved index may have, for small files."""
 HEADER = "header.json"
 """The archive member holding the index's JSON header."""
+
+UNREADABLE = (
+    OSError,
+    ValueError,
+    KeyError,
+    TypeError,
+    EOFError,
+    zipfile.BadZipFile,
+    RecursionError,
+    MemoryError,
+)
+"""What reading a damaged or forged archive can raise: each means "discard and rebuild"."""
+
+logger = logging.getLogger(__name__)
 
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 
@@ -85,3 +102,33 @@ def write_npz(out: BinaryIO, header: dict[str, Any], arrays: dict[str, npt.NDArr
                 npy_header = np.lib.format.header_data_from_array_1_0(contiguous)
                 np.lib.format.write_array_header_1_0(member, npy_header)
                 member.write(contiguous.data.cast("B"))
+
+
+def write_atomically(
+    path: Path, header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]
+) -> None:
+    """Write an archive to a temporary name beside `path` and rename it into place.
+
+    Raises:
+        OSError: the folder cannot be made or written (nothing is left behind).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            write_npz(out, header, arrays)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def discard(path: Path, what: str, error: BaseException) -> None:
+    """Log at WARNING why a saved file is not used, and remove it so it is rebuilt.
+
+    Anyone with the folder can change the file: it is input, not state. Removed, the next
+    save replaces it instead of failing every start.
+    """
+    reason = str(error)[:200] or type(error).__name__
+    logger.warning("Ignoring %s %s: %s (removed; it is rebuilt)", what, path, reason)
+    path.unlink(missing_ok=True)

@@ -35,9 +35,6 @@ import itertools
 import json
 import logging
 import math
-import os
-import tempfile
-import zipfile
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,10 +65,12 @@ from langchain_vaultsearch.expansion import terms as stop_word_source
 from langchain_vaultsearch.expansion.terms import STOP_WORDS
 from langchain_vaultsearch.safe_archive import (
     HEADER,
+    UNREADABLE,
     check_sizes,
+    discard,
     refused_folder,
     typed_array,
-    write_npz,
+    write_atomically,
 )
 from langchain_vaultsearch.text import tokenize
 
@@ -528,16 +527,8 @@ class KeywordIndex:
             "form_docs": self.forms.docs,
         }
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    write_npz(out, header, arrays)
-                os.replace(temporary, path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
-        except (OSError, ValueError) as exc:
+            write_atomically(path, header, arrays)
+        except OSError as exc:
             logger.info("Not saving the keyword index to %s: %s", path, exc)
             return False
         return True
@@ -565,21 +556,8 @@ class KeywordIndex:
                 if [tuple(s) for s in header["stamps"]] != [tuple(s) for s in stamps]:
                     return None
                 index = cls._from_saved(header, data)
-        except (
-            OSError,
-            ValueError,
-            KeyError,
-            TypeError,
-            EOFError,
-            zipfile.BadZipFile,
-            RecursionError,
-            MemoryError,
-        ) as exc:
-            reason = str(exc)[:200] or type(exc).__name__
-            logger.warning(
-                "Ignoring the keyword index %s: %s (removed; it is rebuilt)", path, reason
-            )
-            path.unlink(missing_ok=True)
+        except UNREADABLE as exc:
+            discard(path, "the keyword index", exc)
             return None
         return index
 

@@ -19,10 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import tempfile
 import time
-import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,10 +30,12 @@ import numpy.typing as npt
 
 from langchain_vaultsearch.safe_archive import (
     HEADER,
+    UNREADABLE,
     check_sizes,
+    discard,
     refused_folder,
     typed_array,
-    write_npz,
+    write_atomically,
 )
 from langchain_vaultsearch.search import recall
 from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
@@ -99,23 +99,15 @@ def save_index(
     if refused is not None:
         logger.warning("Not saving the search index in %s: %s", target.parent, refused)
         return False
+    arrays: dict[str, npt.NDArray[Any]] = {
+        "terms": np.frombuffer(snapshot.vocabulary, dtype=np.uint8),
+        "body_offsets": snapshot.body[0],
+        "body_notes": snapshot.body[1],
+        "meta_offsets": snapshot.meta[0],
+        "meta_notes": snapshot.meta[1],
+    }
     try:
-        target.parent.mkdir(exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-        try:
-            arrays: dict[str, npt.NDArray[Any]] = {
-                "terms": np.frombuffer(snapshot.vocabulary, dtype=np.uint8),
-                "body_offsets": snapshot.body[0],
-                "body_notes": snapshot.body[1],
-                "meta_offsets": snapshot.meta[0],
-                "meta_notes": snapshot.meta[1],
-            }
-            with os.fdopen(handle, "wb") as out:
-                write_npz(out, header, arrays)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_atomically(target, header, arrays)
     except OSError as exc:
         logger.info("Not saving the search index to %s: %s", target, exc)
         return False
@@ -193,23 +185,8 @@ def load_index(
             current = vault.unchanged_notes(header["notes"])
         else:
             current = dict(vault.notes)
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        TypeError,
-        EOFError,
-        zipfile.BadZipFile,
-        RecursionError,
-        MemoryError,
-    ) as exc:
-        # Anyone with the folder can change the file: it is input, not state. A file that
-        # fails is removed, so the next save replaces it instead of failing every start.
-        reason = str(exc)[:200] or type(exc).__name__
-        logger.warning(
-            "Ignoring the saved search index %s: %s (removed; it is rebuilt)", path, reason
-        )
-        path.unlink(missing_ok=True)
+    except UNREADABLE as exc:
+        discard(path, "the saved search index", exc)
         return None
     searchable = [_searchable(vault, note_path) for note_path in snapshot.paths]
     index = RecallIndex.from_snapshot(snapshot, searchable)

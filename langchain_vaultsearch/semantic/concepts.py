@@ -14,13 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
-import zipfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,17 +27,18 @@ from langchain_core.embeddings import Embeddings
 from langchain_vaultsearch.expansion.terms import STOP_WORDS
 from langchain_vaultsearch.safe_archive import (
     HEADER,
+    UNREADABLE,
     check_sizes,
+    discard,
     refused_folder,
     typed_array,
-    write_npz,
+    write_atomically,
 )
 from langchain_vaultsearch.text.tokenize import contains_cjk
 
 logger = logging.getLogger(__name__)
 
 MAX_CONCEPTS = 30_000
-_DAMAGED = (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, RecursionError)
 MIN_NOTES = 2
 MIN_LENGTH = 3
 
@@ -100,26 +99,14 @@ class ConceptVocabulary:
         """Write the vocabulary atomically (logged, not raised, when it cannot be)."""
         if refused_folder(path.parent) is not None:
             return
+        terms = "".join(f"{t}\n" for t in self.terms).encode()
+        dimensions = int(self.vectors.shape[1]) if self.terms else 0
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "terms": np.frombuffer(terms, dtype=np.uint8),
+            "vectors": self.vectors.reshape(-1),
+        }
         try:
-            handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    terms = "".join(f"{t}\n" for t in self.terms).encode()
-                    write_npz(
-                        out,
-                        {
-                            "key": self.key,
-                            "dimensions": int(self.vectors.shape[1]) if self.terms else 0,
-                        },
-                        {
-                            "terms": np.frombuffer(terms, dtype=np.uint8),
-                            "vectors": self.vectors.reshape(-1),
-                        },
-                    )
-                os.replace(temporary, path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+            write_atomically(path, {"key": self.key, "dimensions": dimensions}, arrays)
         except OSError as exc:
             logger.info("Not saving the concept vocabulary to %s: %s", path, exc)
 
@@ -141,16 +128,8 @@ class ConceptVocabulary:
                     msg = "vectors do not match the terms"
                     raise ValueError(msg)
                 vectors = flat.reshape(len(terms), dimensions) if terms else flat.reshape(0, 0)
-        except (
-            OSError,
-            ValueError,
-            KeyError,
-            TypeError,
-            zipfile.BadZipFile,
-            RecursionError,
-        ) as exc:
-            logger.warning("Ignoring the concept vocabulary %s: %s (rebuilt)", path, exc)
-            path.unlink(missing_ok=True)
+        except UNREADABLE as exc:
+            discard(path, "the concept vocabulary", exc)
             return None
         return cls(terms, vectors, key)
 
