@@ -289,27 +289,38 @@ def _search(args: argparse.Namespace) -> int:
         else _retriever(service, args.mode)
     )
     documents = retriever.invoke(query, k=args.k)
-    expansion = service.lexical.last_query_expansion
+    _print_results(args, query, documents, args.vault, service.lexical.last_query_expansion)
+    return 0
+
+
+def _print_results(
+    args: argparse.Namespace,
+    query: str,
+    documents: list[Document],
+    where: str,
+    expansion: ExpandedQuery | None = None,
+) -> None:
+    """A search's results as `--json`, `--explain` and the table ask, for vault and store."""
+    expansion = expansion if args.explain else None
     if args.json:
         payload: dict[str, Any] = {
             "query": query,
             "documents": [_document_json(doc, explain=args.explain) for doc in documents],
         }
-        if args.explain and expansion is not None:
+        if expansion is not None:
             payload["queryExpansion"] = expansion.to_dict()
         print(json.dumps(payload, ensure_ascii=False, indent=2))
-        return 0
-    if args.explain and expansion is not None:
+        return
+    if expansion is not None:
         print(_expansion_summary(expansion) + "\n")
     if not documents:
-        print(f"No results for {query!r} in {args.vault}")
-        return 0
+        print(f"No results for {query!r} in {where}")
+        return
     print(_table(documents))
     if args.explain:
         print()
         for rank, doc in enumerate(documents, start=1):
             print(f"{rank:>3}. {doc.id}\n{_explain(doc.metadata['explanation'])}")
-    return 0
 
 
 def _hybrid_retriever(service: VaultSearch, args: argparse.Namespace) -> BaseRetriever:
@@ -344,21 +355,7 @@ def _search_chunks(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     documents = retriever.invoke(query, k=args.k, filters=filters)
-    if args.json:
-        payload = {
-            "query": query,
-            "documents": [_document_json(doc, explain=args.explain) for doc in documents],
-        }
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
-        return 0
-    if not documents:
-        print(f"No results for {query!r} in {args.chunks}")
-        return 0
-    print(_table(documents))
-    if args.explain:
-        print()
-        for rank, doc in enumerate(documents, start=1):
-            print(f"{rank:>3}. {doc.id}\n{_explain(doc.metadata['explanation'])}")
+    _print_results(args, query, documents, args.chunks)
     return 0
 
 
