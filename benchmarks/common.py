@@ -11,6 +11,8 @@ import json
 import os
 import random
 import re
+import subprocess
+import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -347,3 +349,23 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(headers), rule, *(line(r) for r in rows)])
+
+
+def run_worker(module: str, spec: dict[str, Any], label: str) -> dict[str, Any]:
+    """Run `python -m module --worker SPEC` in a fresh interpreter; its last stdout line.
+
+    A fresh process per measurement, so peak RSS and imports are that run's alone.
+
+    Raises:
+        SystemExit: the worker failed (its stderr's end is in the message).
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--worker", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"worker {label} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

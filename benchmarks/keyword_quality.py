@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from langchain_core.documents import Document
@@ -32,15 +30,13 @@ from langchain_core.documents import Document
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import format_table, normalize_note_path
-from benchmarks.metrics import distinct, ndcg_at_k, recall_at_k
-from benchmarks.quality import CUTOFF, load_judged_queries
+from benchmarks.judged_runs import Scores, System, judged_sets, kind_table, note_paths, score
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "keyword"
 K = 30
 
 
-def systems_for(vault: Path) -> dict[str, Callable[[str], list[str]]]:
+def systems_for(vault: Path) -> dict[str, System]:
     """Each system as query -> ranked note paths over the vault's exported chunks."""
     from langchain_community.retrievers import BM25Retriever
 
@@ -62,22 +58,15 @@ def systems_for(vault: Path) -> dict[str, Callable[[str], list[str]]]:
             record = json.loads(line)
             docs.append(Document(record["text"], metadata=record["metadata"], id=record["id"]))
     return {
-        "keyword": _paths(KeywordDocumentRetriever(chunk_dir=str(store), k=K).invoke),
-        "keyword-no-boosts": _paths(
+        "keyword": note_paths(KeywordDocumentRetriever(chunk_dir=str(store), k=K).invoke),
+        "keyword-no-boosts": note_paths(
             KeywordDocumentRetriever(chunk_dir=str(store), k=K, profile=no_boosts).invoke
         ),
-        "keyword-seed-tokens": _paths(
+        "keyword-seed-tokens": note_paths(
             KeywordDocumentRetriever(chunk_dir=str(store), k=K, tokenizer="whitespace").invoke
         ),
-        "BM25Retriever": _paths(BM25Retriever.from_documents(docs, k=K).invoke),
+        "BM25Retriever": note_paths(BM25Retriever.from_documents(docs, k=K).invoke),
     }
-
-
-def _paths(invoke: Callable[[str], list[Document]]) -> Callable[[str], list[str]]:
-    def ranked(query: str) -> list[str]:
-        return [normalize_note_path(str(doc.metadata["path"])) for doc in invoke(query)]
-
-    return ranked
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,35 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a judged query file and the vault root it was judged on (repeatable)",
     )
     args = parser.parse_args(argv)
-    table: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for pair in args.set:
-        queries_file, _, vault = pair.partition("=")
-        if not vault or not Path(vault).is_dir():
-            raise SystemExit(f"error: --set {pair}: expected QUERIES.json=VAULT_FOLDER")
-        _meta, queries = load_judged_queries(Path(queries_file))
-        runs = systems_for(Path(vault))
-        for query in queries:
-            for name, run in runs.items():
-                top = distinct(run(query.query), CUTOFF)
-                metrics = (ndcg_at_k(top, query.relevant, CUTOFF), recall_at_k(top, query.relevant))
-                for kind in (query.kind, "overall"):
-                    table.setdefault(kind, {}).setdefault(name, []).append(metrics)
-    table["overall"] = table.pop("overall")
-    names = list(table["overall"])
-    headers = ["kind", "n", *[f"{n} nDCG" for n in names], *[f"{n} R@10" for n in names]]
-    rows = []
-    for kind, scored in table.items():
-        rows.append(
-            [
-                kind,
-                str(len(scored[names[0]])),
-                *[f"{statistics.fmean(v[0] for v in scored[n]):.3f}" for n in names],
-                *[f"{statistics.fmean(v[1] for v in scored[n]):.3f}" for n in names],
-            ]
-        )
-    print(format_table(headers, rows))
-    ours = statistics.fmean(v[0] for v in table["overall"]["keyword"])
-    base = statistics.fmean(v[0] for v in table["overall"]["BM25Retriever"])
+    scores: Scores = {}
+    for queries, vault in judged_sets(args.set):
+        score(queries, systems_for(vault), scores)
+    table, means = kind_table(scores)
+    print(table)
+    ours, base = means["overall"]["keyword"], means["overall"]["BM25Retriever"]
     print(
         f"{'PASS' if ours >= base else 'FAIL'} keyword overall nDCG@10 {ours:.3f} vs"
         f" BM25Retriever {base:.3f} on the same chunks"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import REPO_ROOT, format_table
+from benchmarks.common import format_table, run_worker
 from benchmarks.speed import (
     DEFAULT_CACHE,
     _current_rss_kb,
@@ -143,17 +142,8 @@ def work(system: str, folder: str, queries: list[str]) -> dict[str, Any]:
 
 def run(system: str, folder: Path, queries: list[str]) -> dict[str, Any]:
     """One system in a fresh interpreter."""
-    spec = json.dumps({"system": system, "folder": str(folder), "queries": queries})
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.keyword_speed", "--worker", spec],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"worker {system} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    spec = {"system": system, "folder": str(folder), "queries": queries}
+    return run_worker("benchmarks.keyword_speed", spec, system)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,21 +24,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langchain_core.documents import Document
-
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import format_table, normalize_note_path
-from benchmarks.metrics import distinct, ndcg_at_k, recall_at_k
-from benchmarks.quality import CUTOFF, JudgedQuery, load_judged_queries
+from benchmarks.judged_runs import Scores, System, judged_sets, kind_table, note_paths, score
 from langchain_vaultsearch.fusion import FUSION_METHODS as FUSIONS
 
 OURS_K = 30
@@ -58,9 +53,7 @@ def default_embeddings() -> str:
     return f"huggingface:{folder}"
 
 
-def systems_for(
-    vault: Path, embeddings: str, hybrid: bool = False
-) -> dict[str, Callable[[str], list[str]]]:
+def systems_for(vault: Path, embeddings: str, hybrid: bool = False) -> dict[str, System]:
     """Each system as query -> ranked note paths, over one shared vault and index."""
     from langchain_vaultsearch import (
         MergedSemanticRetriever,
@@ -81,8 +74,8 @@ def systems_for(
     lexical = TieredLexicalRetriever(vault=index.vault, k=OURS_K)
     semantic = index.as_retriever(k=OURS_K, refresh=False)
     runs: dict[str, Callable[[str], list[str]]] = {
-        "lexical": _paths(lexical.invoke),
-        "semantic": _paths(semantic.invoke),
+        "lexical": note_paths(lexical.invoke),
+        "semantic": note_paths(semantic.invoke),
     }
     from langchain_vaultsearch.hybrid import GraphExpansion
 
@@ -90,7 +83,7 @@ def systems_for(
         merged = MergedSemanticRetriever(
             semantic_index=index, k=OURS_K, fusion=fusion, lexical_retriever=lexical
         )
-        runs[f"merged-{fusion}"] = _paths(merged.invoke)
+        runs[f"merged-{fusion}"] = note_paths(merged.invoke)
     if hybrid:
         variants: dict[str, dict[str, Any]] = {
             "hybrid": {},
@@ -103,34 +96,13 @@ def systems_for(
             factory = RetrieverFactory(
                 semantic_index=index, mode="hybrid", k=OURS_K, lexical_side=lexical, **options
             )
-            runs[name] = _paths(factory.invoke)
-        runs["semantic-concepts"] = _paths(index.as_retriever(k=OURS_K, concept_terms=3).invoke)
+            runs[name] = note_paths(factory.invoke)
+        runs["semantic-concepts"] = note_paths(index.as_retriever(k=OURS_K, concept_terms=3).invoke)
         with_concepts = MergedSemanticRetriever(
             semantic_index=index, k=OURS_K, lexical_retriever=lexical, concept_terms=3
         )
-        runs["merged-concepts"] = _paths(with_concepts.invoke)
+        runs["merged-concepts"] = note_paths(with_concepts.invoke)
     return runs
-
-
-def _paths(invoke: Callable[[str], list[Document]]) -> Callable[[str], list[str]]:
-    def ranked(query: str) -> list[str]:
-        return [normalize_note_path(str(doc.metadata["path"])) for doc in invoke(query)]
-
-    return ranked
-
-
-def score(
-    queries: list[JudgedQuery], systems: dict[str, Callable[[str], list[str]]]
-) -> dict[str, dict[str, list[tuple[float, float]]]]:
-    """Kind -> system -> [(nDCG@10, R@10) per query]."""
-    table: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for query in queries:
-        for name, run in systems.items():
-            top = distinct(run(query.query), CUTOFF)
-            metrics = (ndcg_at_k(top, query.relevant, CUTOFF), recall_at_k(top, query.relevant))
-            for kind in (query.kind, "overall"):
-                table.setdefault(kind, {}).setdefault(name, []).append(metrics)
-    return table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,36 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     embeddings = args.embeddings or default_embeddings()
-    merged: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for pair in args.set:
-        queries_file, _, vault = pair.partition("=")
-        if not vault or not Path(vault).is_dir():
-            raise SystemExit(f"error: --set {pair}: expected QUERIES.json=VAULT_FOLDER")
-        _meta, queries = load_judged_queries(Path(queries_file))
-        runs = systems_for(Path(vault), embeddings, hybrid=args.hybrid)
-        for kind, systems in score(queries, runs).items():
-            for name, values in systems.items():
-                merged.setdefault(kind, {}).setdefault(name, []).extend(values)
-    overall = merged.pop("overall")
-    merged["overall"] = overall
-    names = list(overall)
-    headers = ["kind", "n", *[f"{n} nDCG" for n in names], *[f"{n} R@10" for n in names]]
-    rows = []
-    means: dict[str, dict[str, float]] = {}
-    for kind, systems in merged.items():
-        means[kind] = {name: statistics.fmean(v[0] for v in systems[name]) for name in names}
-        recalls = [statistics.fmean(v[1] for v in systems[name]) for name in names]
-        n = len(systems[names[0]])
-        rows.append(
-            [
-                kind,
-                str(n),
-                *[f"{means[kind][m]:.3f}" for m in names],
-                *[f"{r:.3f}" for r in recalls],
-            ]
-        )
+    scores: Scores = {}
+    for queries, vault in judged_sets(args.set):
+        score(queries, systems_for(vault, embeddings, hybrid=args.hybrid), scores)
+    table, means = kind_table(scores)
     print(f"embeddings: {embeddings}")
-    print(format_table(headers, rows))
+    print(table)
     failed = False
     for fusion in FUSIONS:
         name = f"merged-{fusion}"

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import REPO_ROOT, derive_queries, format_table
+from benchmarks.common import derive_queries, format_table, run_worker
 from benchmarks.speed import (
     DEFAULT_CACHE,
     _current_rss_kb,
@@ -326,16 +326,7 @@ def _hub(vault: Path, repeats: int) -> str:
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one worker in a fresh interpreter and return its JSON result."""
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.semantic_speed", "--worker", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"worker {spec['kind']} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_worker("benchmarks.semantic_speed", spec, spec["kind"])
 
 
 def _index_spec(
