@@ -71,6 +71,22 @@ def saved_arrays(path: Path) -> dict[str, npt.NDArray[Any]]:
         return {name: data[name] for name in data.files if name != HEADER}
 
 
+def replace_header(path: Path, header: bytes) -> None:
+    """Replace a saved index's header member, keeping the others byte for byte."""
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members[HEADER] = header
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+def saved_header(path: Path) -> dict[str, Any]:
+    with zipfile.ZipFile(path) as archive:
+        header: dict[str, Any] = json.loads(archive.read(HEADER))
+    return header
+
+
 def rewrite_index(path: Path, **arrays: npt.NDArray[Any]) -> None:
     """Replace arrays of a saved index, keeping its other members byte for byte."""
     with zipfile.ZipFile(path) as archive:
@@ -238,12 +254,7 @@ def test_header_that_is_not_a_json_object_is_refused(
     root = write_vault(tmp_path / "vault", notes(20))
     SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     path = index_path(Vault(root))
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    members[HEADER] = b'["a list, not an object"]'
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
+    replace_header(path, b'["a list, not an object"]')
     with caplog.at_level(logging.WARNING):
         assert load_index(Vault(root)) is None
     assert "Ignoring the saved search index" in caplog.text
@@ -401,12 +412,7 @@ def test_a_hostile_header_is_removed_and_rebuilt_not_trusted_for_good(
     root = write_vault(tmp_path / "vault", notes(20))
     expected = results(SearchCore(Vault(root), policy=SMALL))
     path = index_path(Vault(root))
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    members[HEADER] = b"[" * 100_000 + b"]" * 100_000  # JSON nested past any recursion limit
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
+    replace_header(path, b"[" * 100_000 + b"]" * 100_000)  # nested past any recursion limit
     with caplog.at_level(logging.WARNING):
         assert results(SearchCore(Vault(root), policy=SMALL)) == expected
     assert "Ignoring the saved search index" in caplog.text
@@ -460,16 +466,11 @@ def test_forged_heading_offsets_in_saved_records_are_not_trusted(tmp_path: Path)
     root = write_vault(tmp_path / "vault", notes(20))
     expected = results(SearchCore(Vault(root), policy=SMALL))
     path = index_path(Vault(root))
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    header = json.loads(members[HEADER])
+    header = saved_header(path)
     for record in header["notes"]:
         record["headings"] = [[1, "Forged", 10**9]]
         record["body_start"] = 10**9
-    members[HEADER] = json.dumps(header).encode()
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
+    replace_header(path, json.dumps(header).encode())
     assert results(SearchCore(Vault(root), policy=SMALL)) == expected
 
 
@@ -479,16 +480,11 @@ def test_forged_tags_in_saved_records_never_reach_results_or_filters(
     root = write_vault(tmp_path / "vault", notes(20))
     SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     path = index_path(Vault(root))
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    header = json.loads(members[HEADER])
+    header = saved_header(path)
     for record in header["notes"]:
         if record["path"] == "Kraken.md":
             record["tags"] = ["#forged"]
-    members[HEADER] = json.dumps(header).encode()
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
+    replace_header(path, json.dumps(header).encode())
     vault = Vault(root)
     with caplog.at_level(logging.WARNING):
         retriever = TieredLexicalRetriever(vault=vault, index_policy=SMALL)
