@@ -1,10 +1,16 @@
 """Index files in folders users sync and share: written atomically, read as untrusted input.
 
 Both saved indexes (the vault's lexical index, the chunk store's keyword index) are one
-`.npz` archive: a `header.json` member and one-dimensional arrays. Written to a temporary
-name and renamed into place, so a crash never leaves half a file; read with
-`allow_pickle=False`, sizes checked before anything is decompressed, each array checked
-for exactly the type it was saved with.
+`.npz` archive: a `header.json` member and one-dimensional arrays, stored uncompressed.
+Written to a temporary name and renamed into place, so a crash never leaves half a file;
+read with `allow_pickle=False`, sizes checked before anything is decompressed, each array
+checked for exactly the type it was saved with. The lexical index is memory-mapped
+(`open_mapped`): its members are located in the file and viewed in place, so a restart
+reads only the pages its queries touch.
+
+A writer holds an exclusive `flock` on its temporary file while it writes; the kernel
+drops the lock when the writer dies, even by kill -9, so `remove_abandoned` can tell a
+temporary nobody is writing from one being written, whatever its age.
 """
 
 from __future__ import annotations
@@ -12,12 +18,20 @@ from __future__ import annotations
 import io
 import json
 import logging
+import mmap
 import os
+import struct
 import tempfile
+import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
+
+try:
+    import fcntl
+except ImportError:  # Windows: temporaries are judged by age alone
+    fcntl = None  # type: ignore[assignment]
 
 import numpy as np
 import numpy.typing as npt
@@ -116,11 +130,120 @@ def write_atomically(
     handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as out:
+            if fcntl is not None:
+                fcntl.flock(out.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             write_npz(out, header, arrays)
-        os.replace(temporary, path)
+            out.flush()
+            os.fsync(out.fileno())
+            os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def remove_abandoned(candidates: Iterable[Path], older_than_s: float) -> int:
+    """Delete temporaries no live writer holds; returns how many went.
+
+    A temporary whose lock can be taken belongs to a writer that died (kill -9, a power
+    cut) and goes at once; where locks are not available, temporaries older than
+    `older_than_s` go, as no write takes that long.
+    """
+    cutoff = time.time() - older_than_s
+    removed = 0
+    for path in candidates:
+        try:
+            if not path.is_file() or path.is_symlink():
+                continue
+            if fcntl is None:
+                abandoned = path.stat().st_mtime < cutoff
+            else:
+                with open(path, "rb") as probe:
+                    try:
+                        fcntl.flock(probe.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue  # a writer is at work
+                    abandoned = True
+            if abandoned:
+                path.unlink()
+                removed += 1
+        except OSError as exc:
+            logger.debug("Could not remove the abandoned file %s: %s", path, exc)
+    return removed
+
+
+def open_mapped(path: Path) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+    """Open an archive written by `write_npz` in place: its header read, its arrays mapped.
+
+    Every member must be stored (not compressed) and hold a one-dimensional array of a
+    plain numeric type inside the file; nothing is decompressed and no array is read
+    until used.
+
+    Returns:
+        The header and the arrays by name (read-only views of the mapped file).
+
+    Raises:
+        ValueError, OSError, zipfile.BadZipFile: a damaged or foreign file (see UNREADABLE).
+    """
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+    if mapped is None:
+        msg = "the file is empty"
+        raise ValueError(msg)
+    header: Any = None
+    arrays: dict[str, npt.NDArray[Any]] = {}
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if info.compress_type != zipfile.ZIP_STORED:
+                msg = f"{info.filename} is compressed"
+                raise ValueError(msg)
+            start = _member_start(mapped, info)
+            end = start + info.compress_size
+            if end > size:
+                msg = f"{info.filename} runs past the end of the file"
+                raise ValueError(msg)
+            if info.filename == HEADER:
+                if info.file_size > INFLATION_ALLOWANCE:
+                    msg = "the header is too large"
+                    raise ValueError(msg)
+                header = json.loads(mapped[start:end])
+            elif info.filename.endswith(".npy"):
+                arrays[info.filename[:-4]] = _mapped_array(mapped, start, end, info.filename)
+    if not isinstance(header, dict):
+        msg = "the header is missing or not a JSON object"
+        raise ValueError(msg)
+    return header, arrays
+
+
+def _member_start(mapped: mmap.mmap, info: zipfile.ZipInfo) -> int:
+    """Where a stored member's bytes begin: after its local header, name and extra field."""
+    local = mapped[info.header_offset : info.header_offset + 30]
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        msg = f"{info.filename} has no local header"
+        raise ValueError(msg)
+    name_length, extra_length = struct.unpack("<HH", local[26:30])
+    return info.header_offset + 30 + name_length + extra_length
+
+
+_MAPPED_KINDS = frozenset("biuf")
+
+
+def _mapped_array(mapped: mmap.mmap, start: int, end: int, name: str) -> npt.NDArray[Any]:
+    """The one-dimensional array a `.npy` member holds, as a view of the mapped file."""
+    member = io.BytesIO(mapped[start : min(end, start + 4096)])
+    version = np.lib.format.read_magic(member)
+    if version != (1, 0):
+        msg = f"{name} is not a version 1.0 array"
+        raise ValueError(msg)
+    shape, fortran, dtype = np.lib.format.read_array_header_1_0(member, max_header_size=1024)
+    if len(shape) != 1 or fortran or dtype.kind not in _MAPPED_KINDS or dtype.hasobject:
+        msg = f"{name} is not a one-dimensional numeric array"
+        raise ValueError(msg)
+    offset = start + member.tell()
+    if offset + shape[0] * dtype.itemsize > end:
+        msg = f"{name} is shorter than its header says"
+        raise ValueError(msg)
+    return np.frombuffer(mapped, dtype=dtype, count=shape[0], offset=offset)
 
 
 def discard(path: Path, what: str, error: BaseException) -> None:

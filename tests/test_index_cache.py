@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
+import itertools
 import json
 import logging
 import os
+import subprocess
+import sys
 import tempfile
 import time
 import zipfile
@@ -19,8 +24,9 @@ import numpy.typing as npt
 import pytest
 
 from langchain_vaultsearch import FilterRetriever, TieredLexicalRetriever
+from langchain_vaultsearch.safe_archive import HEADER, write_npz
 from langchain_vaultsearch.search.core import SearchCore
-from langchain_vaultsearch.search.index_cache import HEADER, index_path, load_index
+from langchain_vaultsearch.search.index_cache import index_path, load_index
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from langchain_vaultsearch.vault import vault as vault_module
 from langchain_vaultsearch.vault.markdown import Heading, Link, ParsedNote, parse_note
@@ -81,12 +87,6 @@ def replace_header(path: Path, header: bytes) -> None:
             archive.writestr(name, data)
 
 
-def saved_header(path: Path) -> dict[str, Any]:
-    with zipfile.ZipFile(path) as archive:
-        header: dict[str, Any] = json.loads(archive.read(HEADER))
-    return header
-
-
 def rewrite_index(path: Path, **arrays: npt.NDArray[Any]) -> None:
     """Replace arrays of a saved index, keeping its other members byte for byte."""
     with zipfile.ZipFile(path) as archive:
@@ -99,6 +99,25 @@ def rewrite_index(path: Path, **arrays: npt.NDArray[Any]) -> None:
                     np.lib.format.write_array(member, arrays[stem], allow_pickle=True)
             else:
                 archive.writestr(name, data)
+
+
+def forge_records(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Edit every saved note record of an index, keeping the rest of it byte for byte."""
+    arrays = saved_arrays(path)
+    offsets = arrays["note_record_offsets"]
+    blob = arrays["note_records"].tobytes()
+    records = []
+    for start, end in itertools.pairwise(offsets.tolist()):
+        record = json.loads(blob[start:end])
+        change(record)
+        records.append(json.dumps(record).encode())
+    new_offsets = np.zeros(len(records) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in records], out=new_offsets[1:])
+    rewrite_index(
+        path,
+        note_records=np.frombuffer(b"".join(records), dtype=np.uint8),
+        note_record_offsets=new_offsets,
+    )
 
 
 def results(core: SearchCore) -> list[list[tuple[str, float]]]:
@@ -189,7 +208,19 @@ def test_saved_index_holds_sorted_terms_and_postings_rows(tmp_path: Path) -> Non
     with zipfile.ZipFile(path) as archive:
         header = json.loads(archive.read(HEADER))
     arrays = saved_arrays(path)
-    assert sorted(arrays) == ["body_notes", "body_offsets", "meta_notes", "meta_offsets", "terms"]
+    assert sorted(arrays) == [
+        "body_notes",
+        "body_offsets",
+        "link_offsets",
+        "link_targets",
+        "meta_notes",
+        "meta_offsets",
+        "note_record_offsets",
+        "note_records",
+        "note_stamps",
+        "note_times",
+        "terms",
+    ]
     terms = arrays["terms"].tobytes().decode("utf-8").split("\n")
     assert terms[-1] == ""  # every term ends with a newline
     terms = terms[:-1]
@@ -263,13 +294,14 @@ def test_header_that_is_not_a_json_object_is_refused(
 def test_index_in_the_earlier_layout_is_ignored_quietly(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Before the compact layout the header was a uint8 array member, "header.npy".
+    # Before the mapped layout every note record was in the header, under "notes".
     root = write_vault(tmp_path / "vault", notes(20))
     path = index_path(Vault(root))
     path.parent.mkdir()
-    header = json.dumps({"format": "older", "paths": [], "notes": []}).encode()
     with path.open("wb") as out:
-        np.savez(out, header=np.frombuffer(header, dtype=np.uint8), terms=np.zeros(0, np.uint8))
+        write_npz(
+            out, {"format": "older", "paths": [], "notes": []}, {"terms": np.zeros(0, np.uint8)}
+        )
     with caplog.at_level(logging.INFO):
         assert load_index(Vault(root)) is None
     assert "saved by another version" in caplog.text
@@ -314,7 +346,8 @@ def test_note_with_frontmatter_json_cannot_carry_is_read_again(
     reads_before = count_reads()
     core = SearchCore(Vault(root), policy=SMALL)
     assert [r.id for r in core.retrieve("quokka").results] == ["Binary.md#0"]
-    assert "Binary.md" not in core.vault._unverified  # read again, not adopted
+    assert core.vault._saved is not None
+    assert core.vault._saved.row("Binary.md") is None  # read again, not adopted
     assert count_reads() - reads_before < len(core.vault.notes)
     assert core.vault.notes["Binary.md"].parsed.frontmatter["blob"] == b"hello"
 
@@ -383,7 +416,7 @@ def test_index_policy_refuses_negative_counts() -> None:
         IndexPolicy(save_after_notes=-1)
 
 
-def test_stale_temporary_files_of_killed_writers_are_removed_at_the_next_start(
+def test_temporary_files_of_killed_writers_are_removed_at_the_next_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = write_vault(tmp_path / "vault", notes(5))
@@ -393,17 +426,51 @@ def test_stale_temporary_files_of_killed_writers_are_removed_at_the_next_start(
     cache = root / ".vaultsearch"
     cache.mkdir()
     hour_ago = time.time() - 3600
-    stale = [cache / "tmpab12cd.tmp", temporary / "vaultsearch-x1y2.npz"]
-    fresh = [cache / "tmpfresh.tmp", temporary / "vaultsearch-fresh.npz"]
+    # Nobody holds these: their writers were killed, a second or an hour ago.
+    abandoned = [
+        cache / "tmpab12cd.tmp",
+        temporary / "vaultsearch-x1y2.npz",
+        cache / "tmpjustnow.tmp",
+    ]
+    writing = [cache / "tmpwriting.tmp", temporary / "vaultsearch-writing.npz"]
     other = temporary / "someone-else.npz"
-    for path in [*stale, *fresh, other]:
+    for path in [*abandoned, *writing, other]:
         path.write_bytes(b"half-written")
-    for path in [*stale, other]:
+    for path in [*abandoned[:2], other]:
         os.utime(path, (hour_ago, hour_ago))
-    SearchCore(Vault(root), policy=IndexPolicy(persist=False)).retrieve("walrus")
-    assert not any(path.exists() for path in stale)
-    assert all(path.exists() for path in fresh)  # a write may be in progress
+    with contextlib.ExitStack() as held:
+        for path in writing:  # as a live writer holds its file
+            handle = held.enter_context(path.open("rb"))
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        SearchCore(Vault(root), policy=IndexPolicy(persist=False)).retrieve("walrus")
+    assert not any(path.exists() for path in abandoned)
+    assert all(path.exists() for path in writing)  # a write is in progress
     assert other.exists()  # not ours
+
+
+def test_a_writer_killed_mid_save_leaves_nothing_the_next_start_keeps(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    expected = results(SearchCore(Vault(root), policy=replace(SMALL, persist=False)))
+    code = (
+        "import os, sys\n"
+        "from langchain_vaultsearch.safe_archive import write_npz\n"
+        "import langchain_vaultsearch.safe_archive as archive\n"
+        "def dying(out, header, arrays):\n"
+        "    out.write(b'PK half an index')\n"
+        "    out.flush()\n"
+        "    os.kill(os.getpid(), 9)\n"
+        "archive.write_npz = dying\n"
+        "from langchain_vaultsearch.search.core import SearchCore\n"
+        "from langchain_vaultsearch.search.lexical_index import IndexPolicy\n"
+        "from langchain_vaultsearch.vault.vault import Vault\n"
+        "policy = IndexPolicy(persist_min_notes=10, save_after_notes=1)\n"
+        "SearchCore(Vault(sys.argv[1]), policy=policy).retrieve('walrus')\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", code, str(root)], check=False)  # noqa: S603
+    assert killed.returncode == -9
+    assert [p.suffix for p in (root / ".vaultsearch").iterdir()] == [".tmp"]
+    assert results(SearchCore(Vault(root), policy=SMALL)) == expected
+    assert [p.name for p in (root / ".vaultsearch").iterdir()] == ["lexical-index.npz"]
 
 
 def test_a_hostile_header_is_removed_and_rebuilt_not_trusted_for_good(
@@ -438,7 +505,7 @@ def test_a_deflate_bomb_is_refused_before_it_inflates(
     with caplog.at_level(logging.WARNING):
         assert load_index(Vault(root)) is None
     assert time.monotonic() - started < 2.0
-    assert "would inflate to 314,572,802 bytes" in caplog.text
+    assert "is compressed" in caplog.text  # the index never is: nothing is inflated
     assert not path.exists()
 
 
@@ -466,11 +533,12 @@ def test_forged_heading_offsets_in_saved_records_are_not_trusted(tmp_path: Path)
     root = write_vault(tmp_path / "vault", notes(20))
     expected = results(SearchCore(Vault(root), policy=SMALL))
     path = index_path(Vault(root))
-    header = saved_header(path)
-    for record in header["notes"]:
+
+    def forge(record: dict[str, Any]) -> None:
         record["headings"] = [[1, "Forged", 10**9]]
         record["body_start"] = 10**9
-    replace_header(path, json.dumps(header).encode())
+
+    forge_records(path, forge)
     assert results(SearchCore(Vault(root), policy=SMALL)) == expected
 
 
@@ -480,11 +548,12 @@ def test_forged_tags_in_saved_records_never_reach_results_or_filters(
     root = write_vault(tmp_path / "vault", notes(20))
     SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     path = index_path(Vault(root))
-    header = saved_header(path)
-    for record in header["notes"]:
+
+    def forge(record: dict[str, Any]) -> None:
         if record["path"] == "Kraken.md":
             record["tags"] = ["#forged"]
-    replace_header(path, json.dumps(header).encode())
+
+    forge_records(path, forge)
     vault = Vault(root)
     with caplog.at_level(logging.WARNING):
         retriever = TieredLexicalRetriever(vault=vault, index_policy=SMALL)

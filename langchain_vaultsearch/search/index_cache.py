@@ -1,26 +1,28 @@
 """The recall index and note records saved in `<vault>/.vaultsearch/`, for fast restarts.
 
 Indexing a 6,000-note vault reads, parses and tokenizes 30 MB of text: seconds, paid
-by every new process (each `vaultsearch search` is one). Saved, the index loads in a
-fraction of that, and the vault's first refresh then reads only notes whose mtime or
-size changed since the save. One `.npz` file, written to a temporary name and renamed
-into place, so a crash never leaves a half-written index; loaded with
-`allow_pickle=False`, since the file sits in a folder users sync and share. A file from
-another version of the tokenizer or parser is ignored: the format key hashes their code.
+by every new process (each `vaultsearch search` is one). Saved, the index is opened in
+a fraction of that, and the vault's first refresh then reads only notes whose stamp
+changed since the save. One archive (`safe_archive`), written to a temporary name and
+renamed into place, so a crash never leaves a half-written index; never unpickled, since
+the file sits in a folder users sync and share. A file from another version of the
+tokenizer or parser is ignored: the format key hashes their code.
 
-The archive holds `header.json` (format key, note paths, note records) and the recall
-index in the form it takes in memory, so loading it creates no Python object per term:
-`terms` (every term, sorted, newline-ended UTF-8), `body_offsets` and `meta_offsets`
-(int64, one row per term) and `body_notes` and `meta_notes` (int32 note ids).
+The file is opened, not parsed (`safe_archive.open_mapped`): a restart of a 100,000-note
+vault maps it and reads the pages its queries touch, where parsing it took 10 s and a
+gigabyte. The header holds the format key, the vault's root, the note paths and the
+aliases; the arrays are the recall index in the form it takes in memory (`terms`,
+sorted newline-ended UTF-8; `body_offsets`/`meta_offsets`, int64 rows;
+`body_notes`/`meta_notes`, int32 note ids), each note's saved record (`saved_notes.pack`:
+stamps, times, its JSON record) and the link graph's rows (`link_offsets`,
+`link_targets`), all by the same note number.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,19 +31,20 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.safe_archive import (
-    HEADER,
     UNREADABLE,
-    check_sizes,
     discard,
+    open_mapped,
     refused_folder,
+    remove_abandoned,
     typed_array,
     write_atomically,
 )
 from langchain_vaultsearch.search import recall
 from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
 from langchain_vaultsearch.text import tokenize
-from langchain_vaultsearch.vault import markdown, note_records
-from langchain_vaultsearch.vault.note_info import NoteInfo
+from langchain_vaultsearch.vault import markdown, note_records, saved_notes
+from langchain_vaultsearch.vault.link_graph import LinkGraph
+from langchain_vaultsearch.vault.saved_notes import SavedNotes, pack
 from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -61,8 +64,8 @@ def index_path(vault: Vault) -> Path:
 
 def format_key() -> str:
     """A hash of the code that decides what the saved index holds."""
-    digest = hashlib.sha256(b"lexical-index-v2")
-    for module in (tokenize, markdown, note_records, recall):
+    digest = hashlib.sha256(b"lexical-index-v3")
+    for module in (tokenize, markdown, note_records, saved_notes, recall):
         source = getattr(module, "__file__", None)
         digest.update(Path(source).read_bytes() if source else module.__name__.encode())
     return digest.hexdigest()[:16]
@@ -74,26 +77,38 @@ def save_index(
     expected_version: int | None = None,
     target: Path | None = None,
 ) -> bool:
-    """Save the index and the vault's note records.
+    """Save the index, the vault's note records and its link graph.
 
     Args:
         vault: the vault the index was built from.
         index: its recall index (compacted by this call).
-        expected_version: the vault version the index was built at, when the vault may
-            have been refreshed since (by another thread): then the records would be
-            newer than the index, and nothing is saved.
+        expected_version: the vault version the index is current at, when the vault may
+            have been refreshed since by another reader: then the records would be newer
+            than the index, and nothing is saved.
         target: the file to write; the vault's `index_path` by default.
 
     Returns:
         True when saved; False when the folder is not writable (logged, not raised) or
-        the vault moved past `expected_version`.
+        the vault moved past `expected_version` or while the records were collected.
     """
     snapshot = index.snapshot()
-    records = vault.records()
-    if expected_version is not None and vault.version != expected_version:
-        # Versions only grow: unchanged after `records()` means the records match it.
+    version = vault.version
+    if expected_version is not None and version != expected_version:
         return False
-    header = {"format": format_key(), "paths": snapshot.paths, "notes": records}
+    graph = vault.link_graph()
+    numbers = {path: number for number, path in enumerate(snapshot.paths)}
+    absent = ((0, 0, 0), 0.0, 0.0, b"")
+    notes = pack((vault.saved_row(path) or absent for path in snapshot.paths), len(numbers))
+    if vault.version != version:
+        # Versions only grow: unchanged while packing means the records match the index.
+        return False
+    link_offsets, link_targets = _link_rows(graph, numbers)
+    header = {
+        "format": format_key(),
+        "root": str(vault.root),
+        "paths": snapshot.paths,
+        "aliases": {path: list(names) for path, names in graph.aliases.items() if path in numbers},
+    }
     target = target or index_path(vault)
     refused = refused_folder(target.parent)
     if refused is not None:
@@ -105,6 +120,9 @@ def save_index(
         "body_notes": snapshot.body[1],
         "meta_offsets": snapshot.meta[0],
         "meta_notes": snapshot.meta[1],
+        **notes,
+        "link_offsets": link_offsets,
+        "link_targets": link_targets,
     }
     try:
         write_atomically(target, header, arrays)
@@ -114,35 +132,38 @@ def save_index(
     return True
 
 
+def _link_rows(
+    graph: LinkGraph, numbers: dict[str, int]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+    """The graph's outlinks renumbered to the index's note numbers (others dropped)."""
+    offsets = np.zeros(len(numbers) + 1, dtype=np.int64)
+    targets: list[int] = []
+    for path, number in numbers.items():
+        found = [numbers[t] for t in graph.outlinks(path) if t in numbers]
+        targets.extend(sorted(found))
+        offsets[number + 1] = len(targets)
+    return offsets, np.array(targets, dtype=np.int32)
+
+
 def remove_stale_temporaries(vault: Vault, older_than_s: float = STALE_TEMPORARY_S) -> int:
     """Delete what killed writers left behind; returns how many files went.
 
     A save writes `<vault>/.vaultsearch/tmpXXXX.tmp` and renames it; an index process with
     `persist_index=False` writes `<tmp>/vaultsearch-XXXX.npz` for its parent. Killed at the
-    wrong moment (kill -9, a power cut) they stay for good. Files older than
-    `older_than_s` are well past any write in progress, so they are removed.
+    wrong moment (kill -9, a power cut) they stay; each is locked by its writer while
+    written, so one no writer holds goes now (`safe_archive.remove_abandoned`).
     """
-    cutoff = time.time() - older_than_s
     folder = index_path(vault).parent
     ours = [] if refused_folder(folder) is not None else list(folder.glob("tmp*.tmp"))
     candidates = [*ours, *Path(tempfile.gettempdir()).glob(f"{WORKER_FILE_PREFIX}*.npz")]
-    removed = 0
-    for path in candidates:
-        try:
-            if path.is_file() and not path.is_symlink() and path.stat().st_mtime < cutoff:
-                path.unlink()
-                removed += 1
-        except OSError as exc:
-            logger.debug("Could not remove the stale file %s: %s", path, exc)
+    removed = remove_abandoned(candidates, older_than_s)
     if removed:
-        logger.info("Removed %d stale temporary index file(s) of %s", removed, vault.root)
+        logger.info("Removed %d abandoned temporary index file(s) of %s", removed, vault.root)
     return removed
 
 
-def load_index(
-    vault: Vault, path: Path | None = None
-) -> tuple[RecallIndex, dict[str, NoteInfo]] | None:
-    """Load a saved index; a vault that has not been scanned yet adopts its note records.
+def load_index(vault: Vault, path: Path | None = None) -> tuple[RecallIndex, list[str]] | None:
+    """Open a saved index; a vault that has not been scanned yet adopts its note records.
 
     A vault another reader refreshed first (a `FilterRetriever` sharing it) keeps its
     own records: the index is then current for the notes whose file is the one their
@@ -153,9 +174,9 @@ def load_index(
         path: the file to read; the vault's `index_path` by default.
 
     Returns:
-        The recall index and the vault's notes it is current for, or None when there is
-        no usable saved index (missing, from another version, damaged: logged, never
-        raised).
+        The recall index and the paths of the vault's notes it is current for, or None
+        when there is no usable saved index (missing, from another version or vault,
+        damaged: logged, never raised).
     """
     path = path or index_path(vault)
     refused = refused_folder(path.parent)
@@ -165,33 +186,55 @@ def load_index(
     if not path.is_file():
         return None
     try:
-        check_sizes(path)
-        with np.load(path, allow_pickle=False) as data:
-            header = json.loads(data[HEADER]) if HEADER in data.files else {}
-            if not isinstance(header, dict):
-                msg = "the header is not a JSON object"
-                raise ValueError(msg)
-            if header.get("format") != format_key():
-                logger.info("Ignoring %s: saved by another version", path)
-                return None
-            # Checked when made: a bad file is refused before the vault adopts anything.
-            snapshot = RecallSnapshot(
-                paths=[str(p) for p in header["paths"]],
-                vocabulary=typed_array(data, "terms", np.uint8).tobytes(),
-                body=_postings_from(data, "body"),
-                meta=_postings_from(data, "meta"),
-            )
-        if vault.adopt(header["notes"]) == 0 and header["notes"]:
-            current = vault.unchanged_notes(header["notes"])
+        header, data = open_mapped(path)
+        if header.get("format") != format_key():
+            logger.info("Ignoring %s: saved by another version", path)
+            return None
+        if header.get("root") != str(vault.root) and path == index_path(vault):
+            logger.info("Ignoring %s: saved for another vault (%s)", path, header.get("root"))
+            return None
+        paths = [str(p) for p in header["paths"]]
+        # Checked when made: a bad file is refused before the vault adopts anything.
+        snapshot = RecallSnapshot(
+            paths=paths,
+            vocabulary=typed_array(data, "terms", np.uint8).tobytes(),
+            body=_postings_from(data, "body"),
+            meta=_postings_from(data, "meta"),
+        )
+        saved = SavedNotes(
+            paths,
+            typed_array(data, "note_stamps", np.int64),
+            typed_array(data, "note_times", np.float64),
+            typed_array(data, "note_records", np.uint8),
+            typed_array(data, "note_record_offsets", np.int64),
+        )
+        aliases = header["aliases"]
+        if not isinstance(aliases, dict):
+            msg = "the aliases are not a JSON object"
+            raise TypeError(msg)
+        graph = LinkGraph(
+            paths,
+            {str(p): [str(a) for a in names] for p, names in aliases.items()},
+            (
+                typed_array(data, "link_offsets", np.int64),
+                typed_array(data, "link_targets", np.int32),
+            ),
+        )
+        if vault.adopt(saved, graph) == 0 and len(saved.live_paths()):
+            current = vault.unchanged_notes(saved)
         else:
-            current = dict(vault.notes)
+            current = saved.live_paths()
     except UNREADABLE as exc:
         discard(path, "the saved search index", exc)
         return None
-    searchable = [_searchable(vault, note_path) for note_path in snapshot.paths]
+    live = set(current)
+    if vault.inclusions or vault.exclusions:
+        searchable = [_searchable(vault, note_path) for note_path in paths]
+    else:
+        searchable = [True] * len(paths)
     index = RecallIndex.from_snapshot(snapshot, searchable)
     # Notes the vault did not adopt (frontmatter JSON cannot carry) are read again.
-    index.apply(removed=[p for p in snapshot.paths if p not in current])
+    index.apply(removed=[p for p in paths if p not in live])
     return index, current
 
 

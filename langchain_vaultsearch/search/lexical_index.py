@@ -122,7 +122,7 @@ class LexicalIndex:
             # A failed build leaves its scan to the searches in flight until the index is in.
             self._scan = None
             if self._should_save():
-                save_index(self.vault, self.recall)
+                save_index(self.vault, self.recall, expected_version=self.feed.version)
                 self._unsaved_notes = 0
             if len(changes.updated) >= self.policy.freeze_after_notes:
                 _freeze_long_lived_objects()
@@ -225,7 +225,7 @@ class LexicalIndex:
             The file written, or None when it could not be (the reason is logged).
         """
         with self.lock:
-            if not save_index(self.vault, self.recall):
+            if not save_index(self.vault, self.recall, expected_version=self.feed.version):
                 return None
             self._unsaved_notes = 0
             return index_path(self.vault)

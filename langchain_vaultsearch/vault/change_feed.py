@@ -10,7 +10,9 @@ the notes added, changed and removed since its last pull, once.
 
 from __future__ import annotations
 
-from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
+from collections.abc import Iterable, KeysView
+
+from langchain_vaultsearch.vault.note_info import VaultChanges
 from langchain_vaultsearch.vault.vault import Vault
 
 
@@ -28,7 +30,9 @@ class ChangeFeed:
         """
         self.vault = vault
         self.with_text = with_text
-        self._applied: dict[str, NoteInfo] = {}
+        # The revision of each note the holder's index reflects (`Vault.revisions`):
+        # compared without decoding records a saved index holds.
+        self._applied: dict[str, int] = {}
         self._version = -1
 
     @property
@@ -37,9 +41,14 @@ class ChangeFeed:
         return self._version >= 0
 
     @property
-    def applied(self) -> dict[str, NoteInfo]:
-        """The note records the holder's index reflects (do not modify)."""
-        return self._applied
+    def version(self) -> int:
+        """The vault version the holder's index is current at (-1 before it starts)."""
+        return self._version
+
+    @property
+    def applied(self) -> KeysView[str]:
+        """Paths of the notes the holder's index reflects."""
+        return self._applied.keys()
 
     def pull(self) -> VaultChanges:
         """Refresh the vault and return what changed since the previous pull.
@@ -57,32 +66,43 @@ class ChangeFeed:
         self._advance(changes)
         return changes
 
-    def start_from(self, applied: dict[str, NoteInfo]) -> VaultChanges:
-        """Start from the records a saved index reflects, as of the vault's version now.
+    def start_from(self, applied: Iterable[str]) -> VaultChanges:
+        """Start from the notes a saved index reflects, as of the vault's version now.
+
+        Args:
+            applied: paths of the notes whose current record the index was built from.
 
         Returns:
-            The changes between those records and the vault's notes when another reader
+            The changes between those notes and the vault's when another reader
             refreshed the vault first (counted as applied), else nothing.
         """
-        self._applied = dict(applied)
+        revisions = dict(self.vault.revisions())
+        self._applied = {path: revisions[path] for path in applied if path in revisions}
         self._version = self.vault.version
-        changes = self._reconcile(VaultChanges())
+        changes = self._reconcile(VaultChanges(), revisions)
         self._advance(changes)
         return changes
 
     def _advance(self, changes: VaultChanges) -> None:
         for path in changes.removed:
             self._applied.pop(path, None)
-        self._applied.update((info.path, info) for info, _text in changes.updated)
+        for info, _text in changes.updated:
+            self._applied[info.path] = self.vault.revision(info.path)
 
-    def _reconcile(self, changes: VaultChanges) -> VaultChanges:
-        """The change set between the applied records and the vault's notes now."""
+    def _reconcile(
+        self, changes: VaultChanges, revisions: dict[str, int] | None = None
+    ) -> VaultChanges:
+        """The change set between the applied notes and the vault's notes now."""
         applied = self._applied
         texts = {info.path: text for info, text in changes.updated}
-        notes = self.vault.notes
+        if revisions is None:
+            revisions = dict(self.vault.revisions())
         updated = []
-        for path, info in list(notes.items()):
-            if applied.get(path) is info:
+        for path, revision in revisions.items():
+            if applied.get(path) == revision:
+                continue
+            info = self.vault.record(path)
+            if info is None:
                 continue
             if not self.with_text:
                 updated.append((info, ""))
@@ -90,5 +110,5 @@ class ChangeFeed:
             text = texts[path] if path in texts else self.vault.read_text(path)
             if text is not None:
                 updated.append((info, text))
-        removed = tuple(path for path in applied if path not in notes)
+        removed = tuple(path for path in applied if path not in revisions)
         return VaultChanges(tuple(updated), removed)

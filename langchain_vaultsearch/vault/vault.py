@@ -13,6 +13,7 @@ returns.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import os
@@ -20,22 +21,20 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+import numpy as np
 
 from langchain_vaultsearch.vault.link_graph import LinkGraph
 from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
 from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
-from langchain_vaultsearch.vault.note_records import (
-    NotPortableError,
-    Stamp,
-    note_record,
-    parse_record,
-)
+from langchain_vaultsearch.vault.note_records import NotPortableError, Stamp, note_record
 from langchain_vaultsearch.vault.patterns import PathPattern, is_allowed, parse_patterns
+from langchain_vaultsearch.vault.saved_notes import SavedNotes, SavedRow
 from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
 
 logger = logging.getLogger(__name__)
@@ -139,16 +138,20 @@ class Vault:
         self.exclusions: tuple[PathPattern, ...] = parse_patterns(exclusions)
         self.include_hidden = include_hidden
         self.max_note_bytes = max_note_bytes
+        # Notes read (or re-derived) in this process; the others are rows of `_saved`.
         self._notes: dict[str, NoteInfo] = {}
         self._stamps: dict[str, Stamp] = {}
+        # Records adopted from a saved index, decoded when looked up. The file is anyone's
+        # input, so a row is checked against its note the first time `get` returns it
+        # (`SavedNotes.verified`), and a mismatch is logged and re-derived.
+        self._saved: SavedNotes | None = None
+        # Grows with each record change; what `ChangeFeed` compares (saved rows: -2 - row).
+        self._revisions: dict[str, int] = {}
+        self._next_revision = 0
         # A digest of each note's text read in this process: tells a change of the file's
         # attributes only (chmod, a new hard link: the inode change time moves) from an
         # edit that kept its size and restored its mtime.
         self._digests: dict[str, bytes] = {}
-        # Records adopted from a saved index, not yet checked against their note: the file
-        # is anyone's input, so a record is re-derived from the note the first time it is
-        # looked up (`get`), and a mismatch is logged.
-        self._unverified: set[str] = set()
         self._oversized: set[tuple[str, int]] = set()
         self._lock = threading.RLock()
         self._graph: LinkGraph | None = None
@@ -238,33 +241,82 @@ class Vault:
             if stat is None:
                 continue
             stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
-            known = self._stamps.get(rel)
+            known = self._stamp_of(rel)
             if known == stamp:
                 continue
             if known is not None and known[:2] == stamp[:2] and self._same_text(rel, abs_path):
-                self._stamps[rel] = stamp  # its attributes changed, not its text
-                info = self._notes.get(rel)
-                if info is not None:
-                    self._notes[rel] = replace(info, changed_ns=stat.st_ctime_ns)
+                self._restamp(rel, stamp)  # its attributes changed, not its text
                 continue
             loaded = self._load(rel, abs_path, stat)
             if loaded is None:
                 unreadable.add(rel)
                 continue
-            self._stamps[rel] = stamp
+            self._keep(loaded[0], stamp)
             self._digests[rel] = _digest(loaded[1])
-            self._unverified.discard(rel)
-            self._notes[rel] = loaded[0]
             updated.append(loaded if keep_text else (loaded[0], ""))
-        removed = [rel for rel in self._notes if rel not in seen or rel in unreadable]
+        removed = [rel for rel in self.notes if rel not in seen or rel in unreadable]
         for rel in removed:
-            self._notes.pop(rel, None)
-            self._stamps.pop(rel, None)
-            self._digests.pop(rel, None)
+            self._forget_note(rel)
         if updated or removed:
             self._graph = None
             self._version += 1
         return VaultChanges(tuple(updated), tuple(removed))
+
+    def _stamp_of(self, path: str) -> Stamp | None:
+        stamp = self._stamps.get(path)
+        if stamp is None and self._saved is not None:
+            row = self._saved.row(path)
+            return None if row is None else self._saved.stamp(row)
+        return stamp
+
+    def _restamp(self, path: str, stamp: Stamp) -> None:
+        """Record a note's new stamp when only its attributes changed (lock held)."""
+        info = self._notes.get(path)
+        if info is not None:
+            self._stamps[path] = stamp
+            self._notes[path] = replace(info, changed_ns=stamp[2])
+        elif self._saved is not None and (row := self._saved.row(path)) is not None:
+            self._saved.set_stamp(row, stamp)
+
+    def _keep(self, info: NoteInfo, stamp: Stamp) -> None:
+        """Hold a note's record as read in this process (lock held); its saved row retires."""
+        self._forget_note(info.path)
+        self._notes[info.path] = info
+        self._stamps[info.path] = stamp
+        self._revisions[info.path] = self._next_revision
+        self._next_revision += 1
+
+    def _forget_note(self, path: str) -> None:
+        self._notes.pop(path, None)
+        self._stamps.pop(path, None)
+        self._digests.pop(path, None)
+        self._revisions.pop(path, None)
+        if self._saved is not None and (row := self._saved.row(path)) is not None:
+            self._saved.live[row] = False
+
+    def revision(self, path: str) -> int:
+        """A note's revision (see `revisions`); -1 for an unknown note."""
+        with self._lock:
+            revision = self._revisions.get(path)
+            if revision is not None:
+                return revision
+            row = None if self._saved is None else self._saved.row(path)
+            return -1 if row is None else -2 - row
+
+    def revisions(self) -> Iterator[tuple[str, int]]:
+        """Each note's path and revision: a revision changes whenever the note's record does.
+
+        What an index that follows the vault compares (`ChangeFeed`), without decoding
+        the records of a saved index.
+        """
+        with self._lock:
+            current = list(self._revisions.items())
+            saved = self._saved
+            rows = [] if saved is None else np.flatnonzero(saved.live).tolist()
+        yield from current
+        if saved is not None:
+            for row in rows:
+                yield saved.paths[row], -2 - row
 
     @property
     def version(self) -> int:
@@ -275,75 +327,68 @@ class Vault:
         """
         return self._version
 
-    def records(self) -> list[dict[str, Any]]:
-        """JSON-ready records of the notes (see `note_records`), for a saved index.
+    def saved_row(self, path: str) -> SavedRow | None:
+        """What a saved index keeps of a note (see `saved_notes.pack`), or None if unknown.
 
-        Notes whose frontmatter cannot round-trip through JSON are left out, so a
-        process adopting the records reads them again.
+        A note whose frontmatter cannot round-trip through JSON gets an empty record, so
+        a process adopting the rows reads it again. Rows adopted and unchanged are copied
+        as saved, without decoding.
         """
         with self._lock:
-            records = []
-            for path, info in self._notes.items():
-                try:
-                    records.append(
-                        note_record(
-                            path, self._stamps[path], info.mtime_ms, info.ctime_ms, info.parsed
-                        )
-                    )
-                except NotPortableError as exc:
-                    logger.debug("Not saving the record of %s: %s", path, exc)
-            return records
+            info = self._notes.get(path)
+            if info is None:
+                saved = self._saved
+                row = None if saved is None else saved.row(path)
+                if saved is None or row is None:
+                    return None
+                return (saved.stamp(row), *saved.times(row), saved.raw(row))
+            stamp = self._stamps[path]
+        try:
+            record = note_record(path, stamp, info.mtime_ms, info.ctime_ms, info.parsed)
+        except NotPortableError as exc:
+            logger.debug("Not saving the record of %s: %s", path, exc)
+            return stamp, info.mtime_ms, info.ctime_ms, b""
+        return stamp, info.mtime_ms, info.ctime_ms, json.dumps(record).encode()
 
-    def adopt(self, records: Iterable[dict[str, Any]]) -> int:
+    def adopt(self, saved: SavedNotes, graph: LinkGraph | None = None) -> int:
         """Take note records saved by an earlier process as if they had been read.
 
         Only a vault that has not been refreshed yet adopts records; the next refresh
-        then reads just the notes whose mtime or size differ from the record, and
-        reports records of vanished notes as removed.
+        then reads just the notes whose stamp differs from their row's, and reports rows
+        of vanished notes as removed.
 
         Args:
-            records: what `records()` returned, possibly in another process.
+            saved: the rows of a saved index, decoded when looked up.
+            graph: the link graph saved with them, used until the notes change.
 
         Returns:
             How many records were adopted (0 when the vault was already scanned).
-
-        Raises:
-            ValueError: when a record is malformed; nothing is adopted then.
         """
-        parsed = [parse_record(record) for record in records]
         with self._lock:
-            if self._notes:
+            if self._notes or self._saved is not None:
                 return 0
-            for path, stamp, mtime_ms, ctime_ms, note in parsed:
+            for path in saved.live_paths():
                 # Lexical check only: the next refresh drops records of paths its walk
                 # does not find, symlinks that leave the vault included.
-                if _relative_parts(path) is None:
-                    continue
-                self._notes[path] = self._note_info(
-                    path, mtime_ms, ctime_ms, stamp[1], note, changed_ns=stamp[2]
-                )
-                self._stamps[path] = stamp
-            self._unverified = set(self._notes)
-            self._graph = None
+                if _climbs_out(path):
+                    saved.live[saved.rows[path]] = False
+            self._saved = saved
+            self._graph = graph
             self._version += 1
-            return len(self._notes)
+            return int(saved.live.sum())
 
-    def unchanged_notes(self, records: Iterable[dict[str, Any]]) -> dict[str, NoteInfo]:
-        """The notes held now whose file is the one a saved record was made from.
+    def unchanged_notes(self, saved: SavedNotes) -> list[str]:
+        """The notes held now whose file is the one a saved row was made from.
 
-        For an index saved with `records()` that this vault could not adopt (it had been
-        refreshed already): the index is current for these notes only.
+        For an index saved with this vault's rows that the vault could not adopt (it had
+        been refreshed already): the index is current for these notes only.
         """
         with self._lock:
-            found = {}
-            for record in records:
-                path, stamp = record.get("path"), record.get("stamp")
-                if not isinstance(path, str) or not isinstance(stamp, list):
-                    continue
-                info = self._notes.get(path)
-                if info is not None and self._stamps.get(path) == tuple(stamp):
-                    found[path] = info
-            return found
+            return [
+                path
+                for path in saved.live_paths()
+                if (row := saved.row(path)) is not None and self._stamp_of(path) == saved.stamp(row)
+            ]
 
     def _walk(self, events: FolderChanges) -> Iterator[tuple[str, str, os.stat_result | None]]:
         """Yield every markdown file under the root that stays inside the root.
@@ -542,7 +587,7 @@ class Vault:
         """Whether a note's file still holds the text read before (False when unknown)."""
         known = self._digests.get(rel)
         if known is None:
-            return False
+            return False  # never read here (an adopted record): read it again
         try:
             with open(abs_path, "rb") as handle:
                 text = decode_note(handle.read(self.max_note_bytes + 1))
@@ -608,10 +653,13 @@ class Vault:
             size=size,
             parsed=parsed,
             changed_ns=changed_ns,
-            searchable=is_allowed(
-                self.inclusions, self.exclusions, rel, parsed.tags, parsed.frontmatter
-            ),
+            searchable=self._allowed(rel, parsed),
         )
+
+    def _allowed(self, path: str, parsed: ParsedNote) -> bool:
+        if not (self.inclusions or self.exclusions):
+            return True
+        return is_allowed(self.inclusions, self.exclusions, path, parsed.tags, parsed.frontmatter)
 
     # ----------------------------------------------------------------- reading
 
@@ -684,16 +732,28 @@ class Vault:
     # ----------------------------------------------------------------- queries
 
     @property
-    def notes(self) -> dict[str, NoteInfo]:
-        """Notes known after the last refresh, by path (searchable or not)."""
-        return self._notes
+    def notes(self) -> Mapping[str, NoteInfo]:
+        """Notes known after the last refresh, by path (searchable or not).
+
+        Records adopted from a saved index are decoded as they are looked up: iterating
+        the values of a large vault decodes every record, so passes over the whole vault
+        iterate paths where they can.
+        """
+        return _KnownNotes(self)
 
     def get(self, path: str) -> NoteInfo | None:
         """The record of one note, or None (checked against the note if it was adopted)."""
         info = self._notes.get(path)
-        if info is None or path not in self._unverified:
+        saved = self._saved
+        if info is not None or saved is None:
             return info
-        return self._verified(info)
+        row = saved.row(path)
+        if row is None:
+            return None
+        info = self._decoded(saved, row)
+        if info is None or saved.verified[row]:
+            return info
+        return self._verified(info, saved, row)
 
     def record(self, path: str) -> NoteInfo | None:
         """The record of one note as held, unchecked: for passes over every note.
@@ -701,35 +761,67 @@ class Vault:
         `get` checks a record adopted from a saved index against its note the first time
         it is asked for it; a pass over the whole vault would read the whole vault.
         """
-        return self._notes.get(path)
+        info = self._notes.get(path)
+        saved = self._saved
+        if info is not None or saved is None:
+            return info
+        row = saved.row(path)
+        return None if row is None else self._decoded(saved, row)
 
-    def _verified(self, info: NoteInfo) -> NoteInfo:
+    def _decoded(self, saved: SavedNotes, row: int) -> NoteInfo | None:
+        """A saved row as a record; a damaged row is read again from its note (logged)."""
+        path = saved.paths[row]
+        mtime_ms, ctime_ms = saved.times(row)
+        stamp = saved.stamp(row)
+        try:
+            parsed = saved.parsed(row)
+        except ValueError as exc:
+            logger.warning("The saved record of %s is damaged (%s); it is read again", path, exc)
+            return self._reread(path)
+        return self._note_info(path, mtime_ms, ctime_ms, stamp[1], parsed, changed_ns=stamp[2])
+
+    def _reread(self, path: str) -> NoteInfo | None:
+        """Read a note whose saved row cannot be trusted; the next refresh reports it."""
+        abs_path = self.safe_path(path)
+        try:
+            stat = None if abs_path is None else os.stat(abs_path)
+        except OSError:
+            stat = None
+        loaded = None if stat is None else self._load(path, str(abs_path), stat)
+        with self._lock:
+            if stat is None or loaded is None:
+                self._forget_note(path)
+            else:
+                self._keep(loaded[0], (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
+                self._digests[path] = _digest(loaded[1])
+            self._graph = None
+            self._version += 1
+        return None if loaded is None else loaded[0]
+
+    def _verified(self, info: NoteInfo, saved: SavedNotes, row: int) -> NoteInfo:
         """An adopted record, or the one its note parses to when they differ (logged)."""
         read = self._read_stamped(info.path)
-        if read is None or read[1] != self._stamps.get(info.path):
+        if read is None or read[1] != saved.stamp(row):
             return info  # changed since: the next refresh reads it anyway
         text = read[0]
         parsed = parse_note(text)
         with self._lock:
-            self._unverified.discard(info.path)
-            self._digests[info.path] = _digest(text)
-            if parsed == info.parsed or self._notes.get(info.path) is not info:
+            if saved.row(info.path) != row:
                 return self._notes.get(info.path) or info
+            saved.verified[row] = True
+            self._digests[info.path] = _digest(text)
+            if parsed == info.parsed:
+                return info
             logger.warning(
                 "The saved record of %s does not match the note (a stale or altered index"
                 " file); it is re-derived from the note",
                 info.path,
             )
-            fixed = self._note_info(
-                info.path,
-                info.mtime_ms,
-                info.ctime_ms,
-                info.size,
-                parsed,
-                changed_ns=info.changed_ns,
-            )
-            self._notes[info.path] = fixed
+            fixed = replace(info, parsed=parsed, searchable=self._allowed(info.path, parsed))
+            self._keep(fixed, read[1])
+            self._digests[info.path] = _digest(text)
             self._graph = None
+            self._version += 1
             return fixed
 
     def folder_sizes(self) -> Counter[str]:
@@ -738,7 +830,7 @@ class Vault:
 
     def backlinks(self, path: str) -> frozenset[str]:
         """Paths of the notes that link to `path`."""
-        return self._link_graph().backlinks.get(path, frozenset())
+        return self._link_graph().backlinks(path)
 
     def tags(self, path: str) -> tuple[str, ...]:
         """A note's tags (inline and frontmatter, `#`-prefixed), empty for an unknown note.
@@ -750,7 +842,7 @@ class Vault:
 
     def outlinks(self, path: str) -> frozenset[str]:
         """Paths of the notes `path` links to (resolved; unresolved links dropped)."""
-        return self._link_graph().outlinks.get(path, frozenset())
+        return self._link_graph().outlinks(path)
 
     def resolve(self, name: str) -> str | None:
         """Resolve a link target to a note path the way Obsidian does.
@@ -770,8 +862,20 @@ class Vault:
     def _link_graph(self) -> LinkGraph:
         with self._lock:
             if self._graph is None:
-                self._graph = LinkGraph(self._notes)
+                self._graph = LinkGraph.from_notes(self.notes)
             return self._graph
+
+    def link_graph(self) -> LinkGraph:
+        """The notes' links as rows over paths (what a saved index keeps)."""
+        return self._link_graph()
+
+
+def _climbs_out(path: str) -> bool:
+    """`_relative_parts(path) is None`, with string operations only (a pass over every note)."""
+    if not path or path[0] in "/\\" or "\x00" in path:
+        return True
+    parts = path.replace("\\", "/").split("/")
+    return ".." in parts or _DRIVE.fullmatch(parts[0]) is not None
 
 
 def _relative_parts(path: str) -> tuple[str, ...] | None:
@@ -782,3 +886,31 @@ def _relative_parts(path: str) -> tuple[str, ...] | None:
     if any(part == ".." for part in parts) or (parts and _DRIVE.fullmatch(parts[0])):
         return None
     return parts
+
+
+class _KnownNotes(Mapping[str, NoteInfo]):
+    """The vault's notes by path; adopted records are decoded as they are looked up."""
+
+    def __init__(self, vault: Vault) -> None:
+        self._vault = vault
+
+    def __getitem__(self, path: str) -> NoteInfo:
+        info = self._vault.record(path)
+        if info is None:
+            raise KeyError(path)
+        return info
+
+    def __contains__(self, path: object) -> bool:
+        vault = self._vault
+        if path in vault._notes:
+            return True
+        saved = vault._saved
+        return isinstance(path, str) and saved is not None and saved.row(path) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (path for path, _revision in self._vault.revisions())
+
+    def __len__(self) -> int:
+        vault = self._vault
+        saved = vault._saved
+        return len(vault._notes) + (0 if saved is None else int(saved.live.sum()))
