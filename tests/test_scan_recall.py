@@ -49,8 +49,8 @@ def held_build(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, thread
     """
     built, release = threading.Event(), threading.Event()
 
-    def held(vault: Vault, target: Path | None) -> Path:
-        written = build_index_file(vault, target)
+    def held(vault: Vault, target: Path | None, processes: int | None) -> Path:
+        written = build_index_file(vault, target, processes)
         built.set()
         release.wait(30)
         return written
@@ -315,7 +315,7 @@ def test_failed_background_build_falls_back_to_indexing_in_the_foreground(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    def failing(vault: Vault, target: Path | None) -> Path:
+    def failing(vault: Vault, target: Path | None, processes: int | None) -> Path:
         raise IndexBuildError("simulated")
 
     monkeypatch.setattr(lexical_index_module, "build_index_file", failing)

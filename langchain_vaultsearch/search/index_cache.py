@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from langchain_vaultsearch.safe_archive import (
     open_mapped,
     refused_folder,
     remove_abandoned,
+    remove_abandoned_folders,
     typed_array,
     write_atomically,
 )
@@ -43,7 +44,7 @@ from langchain_vaultsearch.search import recall
 from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
 from langchain_vaultsearch.text import tokenize
 from langchain_vaultsearch.vault import markdown, note_records, saved_notes
-from langchain_vaultsearch.vault.link_graph import LinkGraph
+from langchain_vaultsearch.vault.link_graph import LinkGraph, Rows
 from langchain_vaultsearch.vault.saved_notes import SavedNotes, pack
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -54,6 +55,8 @@ STALE_TEMPORARY_S = 600.0
 """A temporary index file this old belongs to no write in progress."""
 WORKER_FILE_PREFIX = "vaultsearch-"
 """How an index process names the file it writes for its parent in the temp folder."""
+SHARD_FOLDER_PREFIX = "vaultsearch-shards-"
+"""How a build across processes names the temporary folder of its shard files."""
 INDEX_FILE = "lexical-index.npz"
 
 
@@ -102,12 +105,38 @@ def save_index(
     if vault.version != version:
         # Versions only grow: unchanged while packing means the records match the index.
         return False
-    link_offsets, link_targets = _link_rows(graph, numbers)
+    aliases = {path: names for path, names in graph.aliases.items() if path in numbers}
+    links = _link_rows(graph, numbers)
+    return write_index(vault, target, snapshot=snapshot, notes=notes, links=links, aliases=aliases)
+
+
+def write_index(
+    vault: Vault,
+    target: Path | None,
+    *,
+    snapshot: RecallSnapshot,
+    notes: dict[str, npt.NDArray[Any]],
+    links: Rows,
+    aliases: Mapping[str, Sequence[str]],
+) -> bool:
+    """Write an index file: the recall index, the notes' saved rows and the link rows.
+
+    Args:
+        vault: the vault it indexes (its root is the file's identity).
+        target: the file to write; the vault's `index_path` by default.
+        snapshot: the recall index.
+        notes: `saved_notes.pack` of every note of the snapshot, in its order.
+        links: the link graph's outlinks over the snapshot's note numbers.
+        aliases: frontmatter aliases of the notes that have any.
+
+    Returns:
+        True when written; False when the folder is refused or not writable (logged).
+    """
     header = {
         "format": format_key(),
         "root": str(vault.root),
         "paths": snapshot.paths,
-        "aliases": {path: list(names) for path, names in graph.aliases.items() if path in numbers},
+        "aliases": {path: list(names) for path, names in aliases.items()},
     }
     target = target or index_path(vault)
     refused = refused_folder(target.parent)
@@ -121,8 +150,8 @@ def save_index(
         "meta_offsets": snapshot.meta[0],
         "meta_notes": snapshot.meta[1],
         **notes,
-        "link_offsets": link_offsets,
-        "link_targets": link_targets,
+        "link_offsets": links[0],
+        "link_targets": links[1],
     }
     try:
         write_atomically(target, header, arrays)
@@ -132,9 +161,7 @@ def save_index(
     return True
 
 
-def _link_rows(
-    graph: LinkGraph, numbers: dict[str, int]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+def _link_rows(graph: LinkGraph, numbers: dict[str, int]) -> Rows:
     """The graph's outlinks renumbered to the index's note numbers (others dropped)."""
     offsets = np.zeros(len(numbers) + 1, dtype=np.int64)
     targets: list[int] = []
@@ -150,13 +177,17 @@ def remove_stale_temporaries(vault: Vault, older_than_s: float = STALE_TEMPORARY
 
     A save writes `<vault>/.vaultsearch/tmpXXXX.tmp` and renames it; an index process with
     `persist_index=False` writes `<tmp>/vaultsearch-XXXX.npz` for its parent. Killed at the
-    wrong moment (kill -9, a power cut) they stay; each is locked by its writer while
-    written, so one no writer holds goes now (`safe_archive.remove_abandoned`).
+    wrong moment (kill -9, a power cut) they stay, and so does the shard folder of a build
+    across processes (`parallel_build`); each is locked by its writer while written, so
+    one no writer holds goes now (`safe_archive.remove_abandoned`).
     """
     folder = index_path(vault).parent
     ours = [] if refused_folder(folder) is not None else list(folder.glob("tmp*.tmp"))
-    candidates = [*ours, *Path(tempfile.gettempdir()).glob(f"{WORKER_FILE_PREFIX}*.npz")]
+    temporary = Path(tempfile.gettempdir())
+    candidates = [*ours, *temporary.glob(f"{WORKER_FILE_PREFIX}*.npz")]
     removed = remove_abandoned(candidates, older_than_s)
+    shards = temporary.glob(f"{SHARD_FOLDER_PREFIX}*")
+    removed += remove_abandoned_folders(shards, older_than_s)
     if removed:
         logger.info("Removed %d abandoned temporary index file(s) of %s", removed, vault.root)
     return removed
@@ -186,7 +217,8 @@ def load_index(vault: Vault, path: Path | None = None) -> tuple[RecallIndex, lis
     if not path.is_file():
         return None
     try:
-        header, data = open_mapped(path)
+        archive = open_mapped(path)
+        header, data = archive.header, archive.arrays
         if header.get("format") != format_key():
             logger.info("Ignoring %s: saved by another version", path)
             return None
@@ -213,13 +245,14 @@ def load_index(vault: Vault, path: Path | None = None) -> tuple[RecallIndex, lis
             msg = "the aliases are not a JSON object"
             raise TypeError(msg)
         graph = LinkGraph(
-            paths,
+            saved.rows,
             {str(p): [str(a) for a in names] for p, names in aliases.items()},
             (
                 typed_array(data, "link_offsets", np.int64),
                 typed_array(data, "link_targets", np.int32),
             ),
         )
+        archive.release_pages()
         if vault.adopt(saved, graph) == 0 and len(saved.live_paths()):
             current = vault.unchanged_notes(saved)
         else:

@@ -1,4 +1,4 @@
-"""The first index of a large vault, built in a separate process.
+"""The first index of a large vault, built in a separate process (and its workers).
 
 Reading, parsing and tokenizing 6,000 notes is ~8 s of Python: in a thread of the
 searching process it shared the GIL with the searches made meanwhile (each took 1.2-1.8 s
@@ -25,9 +25,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from langchain_vaultsearch.search.index_cache import WORKER_FILE_PREFIX, save_index
-from langchain_vaultsearch.search.recall import RecallIndex
-from langchain_vaultsearch.search.vault_documents import vault_documents
+from langchain_vaultsearch.search.index_cache import WORKER_FILE_PREFIX
+from langchain_vaultsearch.search.parallel_build import VaultSpec, build_vault_index
 from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -51,7 +50,7 @@ class IndexBuildError(RuntimeError):
     """The index process failed; the message ends with what it printed."""
 
 
-def build_index_file(vault: Vault, target: Path | None) -> Path:
+def build_index_file(vault: Vault, target: Path | None, processes: int | None = None) -> Path:
     """Build the vault's index in a child process and return the file it wrote.
 
     Args:
@@ -60,6 +59,8 @@ def build_index_file(vault: Vault, target: Path | None) -> Path:
             process loading it marks which are searchable.
         target: where to save the index; None, or a folder that cannot be written,
             saves it to a temporary file the caller deletes.
+        processes: worker processes the child indexes with (`parallel_build`); the
+            machine's cores by default.
 
     Returns:
         The file written.
@@ -72,6 +73,7 @@ def build_index_file(vault: Vault, target: Path | None) -> Path:
         "include_hidden": vault.include_hidden,
         "max_note_bytes": vault.max_note_bytes,
         "target": None if target is None else str(target),
+        "processes": processes,
     }
     if getattr(sys, "frozen", False) or not sys.executable:
         # A bundled app's executable is the app itself, not a Python to run code with.
@@ -136,26 +138,28 @@ class _JsonLines(logging.Handler):
         sys.stderr.write(json.dumps(line) + "\n")
 
 
+def _log_as_json() -> None:
+    """Send this process's warnings to the parent on stderr (the child and its workers)."""
+    logging.basicConfig(level=logging.WARNING, handlers=[_JsonLines()])
+
+
 def _build(request: dict[str, object]) -> Path:
-    """Index the vault the request names and save the index; return where."""
-    vault = Vault(
-        str(request["root"]),
+    """Index the vault the request names across processes and save the index; return where."""
+    spec = VaultSpec(
+        root=str(request["root"]),
         include_hidden=bool(request["include_hidden"]),
         max_note_bytes=int(str(request["max_note_bytes"])),
-        watch=False,
     )
-    # Texts are read again one at a time rather than kept from the refresh, so 6,000
-    # notes' text is never held at once.
-    vault.refresh(keep_text=False)
-    index = RecallIndex.from_documents(vault_documents(vault), len(vault.notes))
+    processes = request.get("processes")
+    workers = None if processes is None else int(str(processes))
     target = request["target"]
-    if target is not None and save_index(vault, index, target=Path(str(target))):
+    if target is not None and build_vault_index(spec, Path(str(target)), workers, _log_as_json):
         return Path(str(target))
     handle, name = tempfile.mkstemp(prefix=WORKER_FILE_PREFIX, suffix=".npz")
     os.close(handle)
     temporary = Path(name)
     try:
-        if not save_index(vault, index, target=temporary):
+        if not build_vault_index(spec, temporary, workers, _log_as_json):
             msg = f"could not write the index to {temporary}"
             raise OSError(msg)
     except BaseException:
@@ -166,7 +170,7 @@ def _build(request: dict[str, object]) -> Path:
 
 def main(argv: list[str]) -> int:
     """Child entry point: one JSON request argument; prints the saved file's path."""
-    logging.basicConfig(level=logging.WARNING, handlers=[_JsonLines()])
+    _log_as_json()
     # Stopped while saving, the save's cleanup still runs (SystemExit unwinds through it).
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(1))
     # JSON keeps the path ASCII whatever the console's code page (Windows).

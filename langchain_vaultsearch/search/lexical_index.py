@@ -54,6 +54,8 @@ class IndexPolicy:
             0 never builds in the background.
         build_in_background: False leaves such a vault scanning for good: nothing builds
             its index (how the benchmarks measure the searches made before one exists).
+        build_processes: worker processes of a background build (`parallel_build`);
+            None uses every core the process may run on.
     """
 
     persist: bool = True
@@ -62,6 +64,7 @@ class IndexPolicy:
     freeze_after_notes: int = 1000
     background_build_notes: int = 1000
     build_in_background: bool = True
+    build_processes: int | None = None
 
     def __post_init__(self) -> None:
         counts = (
@@ -70,8 +73,8 @@ class IndexPolicy:
             self.freeze_after_notes,
             self.background_build_notes,
         )
-        if min(counts) < 0:
-            msg = f"IndexPolicy counts must not be negative, got {self}"
+        if min(counts) < 0 or (self.build_processes is not None and self.build_processes < 1):
+            msg = f"IndexPolicy counts must not be negative (build_processes >= 1), got {self}"
             raise ValueError(msg)
 
 
@@ -182,7 +185,7 @@ class LexicalIndex:
         target = index_path(self.vault) if self.policy.persist else None
         written: Path | None = None
         try:
-            written = build_index_file(self.vault, target)
+            written = build_index_file(self.vault, target, self.policy.build_processes)
             with self.lock:
                 self._scan = None
                 if not self._restore(written):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -37,18 +37,20 @@ class LinkGraph:
     """
 
     def __init__(
-        self, paths: Sequence[str], aliases: Mapping[str, Sequence[str]], outlinks: Rows
+        self, numbers: Mapping[str, int], aliases: Mapping[str, Sequence[str]], outlinks: Rows
     ) -> None:
         """A graph over notes whose links are already resolved.
 
         Args:
-            paths: every note's path; a note's number is its position here.
+            numbers: every note's number, by path, from 0 (shared, not copied: the saved
+                notes of a 100,000-note vault have the same mapping).
             aliases: frontmatter aliases of the notes that have any.
             outlinks: per note number, the numbers of the notes it links to.
 
         Raises:
             ValueError: when the rows do not fit the notes (a damaged saved index).
         """
+        paths = list(numbers)
         offsets, targets = outlinks
         if offsets.shape != (len(paths) + 1,) or offsets[0] != 0 or offsets[-1] != targets.size:
             msg = "the link rows do not match the notes"
@@ -58,8 +60,11 @@ class LinkGraph:
         ):
             msg = "the link rows point at notes that do not exist"
             raise ValueError(msg)
-        self._paths = list(paths)
-        self._numbers = {path: number for number, path in enumerate(self._paths)}
+        if any(numbers[path] != number for number, path in enumerate(paths)):
+            msg = "the notes are not numbered in order"
+            raise ValueError(msg)
+        self._paths = paths
+        self._numbers = numbers
         self._aliases = aliases
         self._out = (offsets, targets)
         sources = np.repeat(np.arange(len(paths), dtype=np.int32), np.diff(offsets))
@@ -74,17 +79,34 @@ class LinkGraph:
     @classmethod
     def from_notes(cls, notes: Mapping[str, NoteInfo]) -> LinkGraph:
         """Resolve every note's links against the notes themselves."""
-        paths = list(notes)
+        numbers = {path: number for number, path in enumerate(notes)}
         aliases = {path: info.parsed.aliases for path, info in notes.items() if info.parsed.aliases}
+        targets = ([link.target for link in info.parsed.links] for info in notes.values())
+        return cls.from_links(numbers, aliases, targets)
+
+    @classmethod
+    def from_links(
+        cls,
+        numbers: Mapping[str, int],
+        aliases: Mapping[str, Sequence[str]],
+        targets: Iterable[Sequence[str]],
+    ) -> LinkGraph:
+        """Resolve each note's link targets, given in note number order, against the notes.
+
+        Args:
+            numbers: every note's number, by path, from 0, in order.
+            aliases: frontmatter aliases of the notes that have any.
+            targets: per note, the targets of its links (`[[target|alias]]`).
+        """
+        paths = list(numbers)
         names = _Names(paths, aliases)
-        numbers = {path: number for number, path in enumerate(paths)}
         offsets = np.zeros(len(paths) + 1, dtype=np.int64)
-        targets: list[int] = []
-        for number, (path, info) in enumerate(notes.items()):
-            found = {names.resolve(link.target) for link in info.parsed.links}
-            targets.extend(sorted(numbers[t] for t in found if t is not None and t != path))
-            offsets[number + 1] = len(targets)
-        graph = cls(paths, aliases, (offsets, np.array(targets, dtype=np.int32)))
+        found: list[int] = []
+        for number, (path, named) in enumerate(zip(paths, targets, strict=True)):
+            resolved = {names.resolve(target) for target in named}
+            found.extend(sorted(numbers[t] for t in resolved if t is not None and t != path))
+            offsets[number + 1] = len(found)
+        graph = cls(numbers, aliases, (offsets, np.array(found, dtype=np.int32)))
         graph._names = names
         return graph
 

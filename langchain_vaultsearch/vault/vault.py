@@ -573,6 +573,11 @@ class Vault:
             The note's record, or None when the path is unsafe, missing, unreadable or
             over the size limit.
         """
+        read = self.read_note(path)
+        return None if read is None else read[0]
+
+    def read_note(self, path: str) -> tuple[NoteInfo, str, Stamp] | None:
+        """`peek`, with the note's text and the stamp of the file it was read from."""
         abs_path = self.safe_path(path)
         if abs_path is None:
             return None
@@ -581,7 +586,9 @@ class Vault:
         except OSError:
             return None
         loaded = self._load(path, str(abs_path), stat)
-        return None if loaded is None else loaded[0]
+        if loaded is None:
+            return None
+        return loaded[0], loaded[1], (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
 
     def _same_text(self, rel: str, abs_path: str) -> bool:
         """Whether a note's file still holds the text read before (False when unknown)."""
@@ -782,21 +789,16 @@ class Vault:
 
     def _reread(self, path: str) -> NoteInfo | None:
         """Read a note whose saved row cannot be trusted; the next refresh reports it."""
-        abs_path = self.safe_path(path)
-        try:
-            stat = None if abs_path is None else os.stat(abs_path)
-        except OSError:
-            stat = None
-        loaded = None if stat is None else self._load(path, str(abs_path), stat)
+        read = self.read_note(path)
         with self._lock:
-            if stat is None or loaded is None:
+            if read is None:
                 self._forget_note(path)
             else:
-                self._keep(loaded[0], (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
-                self._digests[path] = _digest(loaded[1])
+                self._keep(read[0], read[2])
+                self._digests[path] = _digest(read[1])
             self._graph = None
             self._version += 1
-        return None if loaded is None else loaded[0]
+        return None if read is None else read[0]
 
     def _verified(self, info: NoteInfo, saved: SavedNotes, row: int) -> NoteInfo:
         """An adopted record, or the one its note parses to when they differ (logged)."""
