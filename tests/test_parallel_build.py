@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ NOTES: dict[str, str | bytes] = {
 }
 
 
-def contents(path: Path, root: Path) -> dict[str, object]:
+def contents(path: Path, root: Path) -> dict[str, Any]:
     """What an index file holds, independent of how its notes are numbered."""
     vault = Vault(root, max_note_bytes=4096, watch=False)
     loaded = load_index(vault, path)
