@@ -22,12 +22,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from pydantic import ValidationError
 
 from langchain_vaultsearch import FilterRetriever, TieredLexicalRetriever
-from langchain_vaultsearch.safe_archive import HEADER, write_npz
+from langchain_vaultsearch.safe_archive import HEADER, MappedArchive, write_npz
 from langchain_vaultsearch.search.core import SearchCore
 from langchain_vaultsearch.search.index_cache import index_path, load_index
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
+from langchain_vaultsearch.search.memory_budget import MemoryBudget
 from langchain_vaultsearch.vault import vault as vault_module
 from langchain_vaultsearch.vault.markdown import Heading, Link, ParsedNote, parse_note
 from langchain_vaultsearch.vault.note_records import (
@@ -563,3 +565,34 @@ def test_forged_tags_in_saved_records_never_reach_results_or_filters(
     assert docs[0].metadata["tags"] == []
     assert tagged == []
     assert "The saved record of Kraken.md does not match the note" in caplog.text
+
+
+def test_memory_budget_shares_and_bad_values() -> None:
+    budget = MemoryBudget.from_mb(512)
+    assert budget.total_bytes == 512 * 1024 * 1024
+    assert budget.scan_text_bytes == budget.total_bytes // 2
+    assert budget.chunk_cache_bytes == 96 * 1024 * 1024
+    assert budget.mapped_bytes == budget.total_bytes // 4
+    with pytest.raises(ValueError, match="at least 64"):
+        MemoryBudget.from_mb(63)
+    with pytest.raises(TypeError, match="an integer"):
+        MemoryBudget.from_mb("512")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="memory_budget_mb"):
+        TieredLexicalRetriever(vault_path=".", memory_budget_mb=10)
+
+
+def test_pages_of_the_saved_index_are_let_go_past_their_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    expected = results(SearchCore(Vault(root), policy=SMALL))
+    released: list[MappedArchive] = []
+    monkeypatch.setattr(MappedArchive, "release_pages", lambda self: released.append(self))  # noqa: PLW0108
+    no_room = replace(MemoryBudget.from_mb(), mapped_bytes=-1)  # any page is over
+    core = SearchCore(Vault(root), policy=SMALL, memory_budget=no_room)
+    assert results(core) == expected
+    assert len(released) > len(QUERIES)  # when opened, then after each query's recall
+    roomy = SearchCore(Vault(root), policy=SMALL)
+    released.clear()
+    assert results(roomy) == expected
+    assert len(released) == 1  # when opened only

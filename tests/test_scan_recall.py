@@ -13,6 +13,7 @@ import pytest
 
 from langchain_vaultsearch import TieredLexicalRetriever
 from langchain_vaultsearch.search import lexical_index as lexical_index_module
+from langchain_vaultsearch.search import scan_recall as scan_recall_module
 from langchain_vaultsearch.search.chunk_cache import ChunkCache
 from langchain_vaultsearch.search.index_cache import index_path, save_index
 from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
@@ -94,6 +95,23 @@ def test_scan_sees_where_each_note_starts_and_ends(tmp_path: Path) -> None:
     assert set(paths(scan.candidates(["sync"], 10))) == {"S1.md", "S2.md"}
     assert paths(scan.candidates(["xasync"], 10)) == []
     assert paths(scan.candidates(["jsonward"], 10)) == []
+
+
+@pytest.mark.parametrize("held_bytes", [0, 40, 200])
+def test_a_scan_over_its_text_budget_reads_the_rest_per_search_and_finds_the_same(
+    scan_vault: Vault, monkeypatch: pytest.MonkeyPatch, held_bytes: int
+) -> None:
+    queries = [["sync"], ["js"], ["next.js"], ["同步"], ["#web/frontend"], ["zanzibar", "the"]]
+    unbounded = ScanRecall(scan_vault)
+    monkeypatch.setattr(scan_recall_module, "STREAM_BATCH_BYTES", 64)  # several batches
+    bounded = ScanRecall(scan_vault, text_budget_bytes=held_bytes)
+    assert bounded._held_bytes <= held_bytes
+    for query in queries:
+        assert bounded.candidates(query, 10) == unbounded.candidates(query, 10)
+    if held_bytes == 0:
+        assert paths(bounded.candidates(["bundles"], 10)) == ["Web/Next.md"]
+        (scan_vault.root / "Web/Next.md").unlink()  # gone before the next refresh
+        assert paths(bounded.candidates(["bundles"], 10)) == []  # no text left to find
 
 
 def test_scan_weighs_rare_terms_above_common_ones(scan_vault: Vault) -> None:

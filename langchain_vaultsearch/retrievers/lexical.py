@@ -28,6 +28,11 @@ from langchain_vaultsearch.search.core import (
     result_limit,
 )
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
+from langchain_vaultsearch.search.memory_budget import (
+    DEFAULT_MEMORY_BUDGET_MB,
+    MIN_MEMORY_BUDGET_MB,
+    MemoryBudget,
+)
 from langchain_vaultsearch.search.scoring import NormalizationMethod
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -102,6 +107,10 @@ class TieredLexicalRetriever(BaseRetriever):
     index_policy: IndexPolicy | None = Field(default=None, exclude=True)
     """When the index is saved, built in the background and frozen (`persist_index` wins
     over its `persist`)."""
+    memory_budget_mb: int = Field(default=DEFAULT_MEMORY_BUDGET_MB, ge=MIN_MEMORY_BUDGET_MB)
+    """Memory the search may hold for this vault besides the interpreter: the text it
+    scans before the first index exists, cached chunks and the saved index's pages (see
+    `MemoryBudget`). Measured at 100,000 notes in `benchmarks/`."""
 
     _core: SearchCore = PrivateAttr()
     _last_expansion: ExpandedQuery | None = PrivateAttr(default=None)
@@ -117,7 +126,12 @@ class TieredLexicalRetriever(BaseRetriever):
                 self.vault_path, inclusions=self.inclusions, exclusions=self.exclusions
             )
         policy = replace(self.index_policy or IndexPolicy(), persist=self.persist_index)
-        self._core = SearchCore(self.vault, query_expander=self.query_expander, policy=policy)
+        self._core = SearchCore(
+            self.vault,
+            query_expander=self.query_expander,
+            policy=policy,
+            memory_budget=MemoryBudget.from_mb(self.memory_budget_mb),
+        )
         return self
 
     @property

@@ -31,6 +31,7 @@ from langchain_vaultsearch.search.bm25 import LexicalHit, rank_chunks
 from langchain_vaultsearch.search.boosts import apply_folder_boost, apply_graph_boost
 from langchain_vaultsearch.search.chunk_cache import ChunkCache, IndexedChunk
 from langchain_vaultsearch.search.lexical_index import IndexPolicy, LexicalIndex
+from langchain_vaultsearch.search.memory_budget import MemoryBudget
 from langchain_vaultsearch.search.recall import SortedTerms, Vocabulary
 from langchain_vaultsearch.search.scoring import (
     NormalizationMethod,
@@ -122,20 +123,24 @@ class SearchCore:
         query_expander: QueryExpanderLike | None = None,
         chunk_cache: ChunkCache | None = None,
         policy: IndexPolicy | None = None,
+        memory_budget: MemoryBudget | None = None,
     ) -> None:
         """Create the pipeline.
 
         Args:
             vault: the notes; may be shared with other indexes and retrievers.
             query_expander: an LLM expander; without one the fallback terms are used.
-            chunk_cache: a shared chunk cache; one is made when omitted.
+            chunk_cache: a shared chunk cache; one is made (within the budget) when omitted.
             policy: when the index is saved to `<vault>/.vaultsearch/` (so a new process
                 starts from it), built in the background, and frozen.
+            memory_budget: what the scan, the chunk cache and the saved index's pages
+                may hold (`MemoryBudget.from_mb()`, 512 MB, by default).
         """
+        budget = memory_budget or MemoryBudget.from_mb()
         self.vault = vault
         self.query_expander = query_expander
-        self.chunks = chunk_cache or ChunkCache(vault)
-        self.index = LexicalIndex(vault, policy)
+        self.chunks = chunk_cache or ChunkCache(vault, budget_bytes=budget.chunk_cache_bytes)
+        self.index = LexicalIndex(vault, policy, budget)
 
     def expand(self, query: str, options: SearchOptions) -> ExpandedQuery:
         """The expansion a query will use: given, from the expander, or the fallback."""

@@ -25,13 +25,14 @@ import logging
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.safe_archive import (
     UNREADABLE,
+    MappedArchive,
     discard,
     open_mapped,
     refused_folder,
@@ -193,7 +194,21 @@ def remove_stale_temporaries(vault: Vault, older_than_s: float = STALE_TEMPORARY
     return removed
 
 
-def load_index(vault: Vault, path: Path | None = None) -> tuple[RecallIndex, list[str]] | None:
+class LoadedIndex(NamedTuple):
+    """A saved index opened for a vault.
+
+    Attributes:
+        recall: the recall index over the file's arrays.
+        current: paths of the vault's notes it is current for.
+        pages: the mapped file, whose pages the holder may release.
+    """
+
+    recall: RecallIndex
+    current: list[str]
+    pages: MappedArchive
+
+
+def load_index(vault: Vault, path: Path | None = None) -> LoadedIndex | None:
     """Open a saved index; a vault that has not been scanned yet adopts its note records.
 
     A vault another reader refreshed first (a `FilterRetriever` sharing it) keeps its
@@ -205,9 +220,8 @@ def load_index(vault: Vault, path: Path | None = None) -> tuple[RecallIndex, lis
         path: the file to read; the vault's `index_path` by default.
 
     Returns:
-        The recall index and the paths of the vault's notes it is current for, or None
-        when there is no usable saved index (missing, from another version or vault,
-        damaged: logged, never raised).
+        The index, or None when there is no usable saved index (missing, from another
+        version or vault, damaged: logged, never raised).
     """
     path = path or index_path(vault)
     refused = refused_folder(path.parent)
@@ -268,7 +282,7 @@ def load_index(vault: Vault, path: Path | None = None) -> tuple[RecallIndex, lis
     index = RecallIndex.from_snapshot(snapshot, searchable)
     # Notes the vault did not adopt (frontmatter JSON cannot carry) are read again.
     index.apply(removed=[p for p in paths if p not in live])
-    return index, current
+    return LoadedIndex(index, current, archive)
 
 
 def _postings_from(

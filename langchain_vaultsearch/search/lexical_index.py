@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from langchain_vaultsearch.safe_archive import MappedArchive
 from langchain_vaultsearch.search.index_cache import (
     index_path,
     load_index,
@@ -27,6 +28,7 @@ from langchain_vaultsearch.search.index_cache import (
     save_index,
 )
 from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
+from langchain_vaultsearch.search.memory_budget import MemoryBudget, ResidentPages
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.search.vault_documents import apply_changes
@@ -81,15 +83,25 @@ class IndexPolicy:
 class LexicalIndex:
     """The recall index of one vault, kept current and persisted; thread-safe."""
 
-    def __init__(self, vault: Vault, policy: IndexPolicy | None = None) -> None:
+    def __init__(
+        self,
+        vault: Vault,
+        policy: IndexPolicy | None = None,
+        budget: MemoryBudget | None = None,
+    ) -> None:
         """Follow a vault; nothing is read until the first `sync`.
 
         Args:
             vault: the notes; may be shared with other indexes and retrievers.
             policy: when to save, build in the background and freeze.
+            budget: the memory the scan's text and the saved index's pages may take.
         """
         self.vault = vault
         self.policy = policy or IndexPolicy()
+        self.budget = budget or MemoryBudget.from_mb()
+        # The saved index this index reads from, and how much of it is resident.
+        self._pages: MappedArchive | None = None
+        self._resident = ResidentPages(self.budget.mapped_bytes)
         self.recall = RecallIndex()
         self.feed = ChangeFeed(vault)
         self._unsaved_notes = 0
@@ -118,7 +130,7 @@ class LexicalIndex:
                     self._restore()
             files = self._files_to_scan()
             if files is not None:
-                self._scan = ScanRecall(self.vault, files)
+                self._scan = ScanRecall(self.vault, files, self.budget.scan_text_bytes)
                 return
             changes = self.feed.pull()
             self._apply(changes)
@@ -147,7 +159,8 @@ class LexicalIndex:
         loaded = load_index(self.vault, path)
         if loaded is None:
             return False
-        self.recall, indexed = loaded
+        self.recall, indexed, self._pages = loaded
+        self._resident.reset()
         self._apply(self.feed.start_from(indexed))
         if len(indexed) >= self.policy.freeze_after_notes:
             _freeze_long_lived_objects()
@@ -247,7 +260,11 @@ class LexicalIndex:
         """
         scan = self._scan
         if scan is None:
-            return [path for path, _score in self.recall.candidates(terms, limit)]
+            found = [path for path, _score in self.recall.candidates(terms, limit)]
+            if self._pages is not None and self._resident.over_limit():
+                self._pages.release_pages()
+                self._resident.reset()
+            return found
         if not (self.vault.inclusions or self.vault.exclusions):
             return [path for path, _score in scan.candidates(terms, limit)]
         # Rules on tags or properties need the note parsed: check the best ones only.

@@ -24,7 +24,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,14 +45,17 @@ _Span = tuple[bytes | bytearray, int, int]
 class _ScannedNote:
     """One note as the scan sees it: lowercased text and path (without `.md`).
 
-    The text is `buffer[start:end]`, never sliced out: searches take the bounds.
+    The text is `buffer[start:end]`, never sliced out: searches take the bounds. A note
+    read after the text budget was spent keeps no text (`buffer` None): each search reads
+    it again from `file`.
     """
 
     stamp: Stamp
-    buffer: bytearray
+    buffer: bytearray | None
     start: int
     end: int
     meta: bytes
+    file: str
 
 
 class _Needle:
@@ -80,14 +83,24 @@ class _Needle:
 class ScanRecall:
     """The notes' text, lowercased, kept current by `refresh`, searched per query."""
 
-    def __init__(self, vault: Vault, files: dict[str, tuple[str, Stamp]] | None = None) -> None:
+    def __init__(
+        self,
+        vault: Vault,
+        files: dict[str, tuple[str, Stamp]] | None = None,
+        text_budget_bytes: int | None = None,
+    ) -> None:
         """Read every note of the vault (no parsing).
 
         Args:
             vault: the notes; it is not refreshed, so its records stay as they were.
             files: `vault.list_files()` when the caller has just listed them.
+            text_budget_bytes: how much lowercased text to hold; the notes beyond it are
+                read again by every search (a 100,000-note vault has ~500 MB of text).
+                None holds all of it.
         """
         self._vault = vault
+        self._text_budget = text_budget_bytes
+        self._held_bytes = 0
         self._notes: dict[str, _ScannedNote] = {}
         self._peeked: dict[str, NoteInfo] = {}
         self._lock = threading.Lock()
@@ -106,25 +119,35 @@ class ScanRecall:
             files = self._vault.list_files()
         with self._lock:
             for gone in self._notes.keys() - files.keys():
-                del self._notes[gone]
-                self._peeked.pop(gone, None)
+                self._forget(gone)
             # Grown only here, under the lock, before any search can see a note in it.
             buffer = bytearray()
             for path, (abs_path, stamp) in files.items():
                 known = self._notes.get(path)
                 if known is not None and known.stamp == stamp:
                     continue
-                self._peeked.pop(path, None)
+                self._forget(path)
                 text = self._read(abs_path, stamp)
                 if text is None:
-                    self._notes.pop(path, None)
+                    continue
+                meta = path[:-3].lower().encode()
+                budget = self._text_budget
+                if budget is not None and self._held_bytes + len(text) > budget:
+                    self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
                     continue
                 # A newline before each note: a word-start check never sees the previous one.
                 buffer += b"\n"
                 start = len(buffer)
                 buffer += text
-                meta = path[:-3].lower().encode()
-                self._notes[path] = _ScannedNote(stamp, buffer, start, len(buffer), meta)
+                self._held_bytes += len(text)
+                self._notes[path] = _ScannedNote(stamp, buffer, start, len(buffer), meta, abs_path)
+
+    def _forget(self, path: str) -> None:
+        """Drop a note (lock held); its text stays in its buffer until the buffer goes."""
+        known = self._notes.pop(path, None)
+        self._peeked.pop(path, None)
+        if known is not None and known.buffer is not None:
+            self._held_bytes -= known.end - known.start
 
     def _read(self, abs_path: str, stamp: Stamp) -> bytes | None:
         """A note's text lowercased, as UTF-8; None when over the size limit or unreadable.
@@ -178,19 +201,24 @@ class ScanRecall:
             notes = list(self._notes.values())
         if not paths or limit <= 0:
             return []
-        bodies = [(note.buffer, note.start, note.end) for note in notes]
-        metas = [(note.meta, 0, len(note.meta)) for note in notes]
-        scores = np.zeros(len(paths), dtype=np.float64)
+        searches = []
         for term in dict.fromkeys(t.strip().lower() for t in recall_terms if t.strip()):
             needles = [_Needle(token) for token in tokenize_mixed(term)]
-            if not needles:
-                continue
-            body = _holding_all(bodies, needles)
-            meta = _holding_all(metas, needles)
-            if len(needles) > 1:
+            if needles:
                 # A joined word ("next.js" -> next, js, nextjs) is also found as typed.
-                as_typed = [_Needle(term)]
-                body |= _holding_all(bodies, as_typed)
+                searches.append((needles, [_Needle(term)] if len(needles) > 1 else []))
+        bodies = np.zeros((len(searches), len(paths)), dtype=np.bool_)
+        for first, spans in _text_batches(notes, self._read):
+            for row, (needles, as_typed) in enumerate(searches):
+                held = _holding_all(spans, needles)
+                if as_typed:
+                    held |= _holding_all(spans, as_typed)
+                bodies[row, first : first + len(spans)] = held
+        metas = [(note.meta, 0, len(note.meta)) for note in notes]
+        scores = np.zeros(len(paths), dtype=np.float64)
+        for (needles, as_typed), body in zip(searches, bodies, strict=True):
+            meta = _holding_all(metas, needles)
+            if as_typed:
                 meta |= _holding_all(metas, as_typed)
             either = body | meta
             found = int(either.sum())
@@ -200,6 +228,37 @@ class ScanRecall:
             scores += idf * either + idf * meta
         order = np.argsort(-scores, kind="stable")[:limit]
         return [(paths[i], float(scores[i])) for i in order.tolist() if scores[i] > 0.0]
+
+
+STREAM_BATCH_BYTES = 8 * 1024 * 1024
+"""Text of notes beyond the budget read per step of a search."""
+
+
+def _text_batches(
+    notes: list[_ScannedNote], read: Callable[[str, Stamp], bytes | None]
+) -> Iterator[tuple[int, list[_Span]]]:
+    """The notes' texts as spans, in order, in batches: `(first note's index, spans)`.
+
+    Held texts are spans of their buffers; the others are read into a batch buffer of
+    about `STREAM_BATCH_BYTES` that the next batch replaces.
+    """
+    first = 0
+    spans: list[_Span] = []
+    batch = bytearray()
+    for note in notes:
+        if note.buffer is not None:
+            spans.append((note.buffer, note.start, note.end))
+        else:
+            text = read(note.file, note.stamp) or b""
+            batch += b"\n"
+            spans.append((batch, len(batch), len(batch) + len(text)))
+            batch += text
+        if len(batch) >= STREAM_BATCH_BYTES:
+            yield first, spans
+            first += len(spans)
+            spans, batch = [], bytearray()
+    if spans:
+        yield first, spans
 
 
 def _holding_all(texts: Sequence[_Span], needles: list[_Needle]) -> np.ndarray:
