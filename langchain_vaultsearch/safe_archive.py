@@ -26,7 +26,7 @@ import struct
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -102,7 +102,12 @@ def typed_array(
     return array
 
 
-def write_npz(out: BinaryIO, header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> None:
+Members = Mapping[str, "npt.NDArray[Any] | Sequence[npt.NDArray[Any]]"]
+"""Arrays by member name; a sequence of one-dimensional arrays of one type is written as
+their concatenation, without making it (a build merges shards' records this way)."""
+
+
+def write_npz(out: BinaryIO, header: dict[str, Any], arrays: Members) -> None:
     """Write what `np.savez` would, streamed: the header as JSON text, arrays uncopied.
 
     `np.savez` needs the header as an array (JSON as a `str`, then bytes) and copies
@@ -113,17 +118,25 @@ def write_npz(out: BinaryIO, header: dict[str, Any], arrays: dict[str, npt.NDArr
     with zipfile.ZipFile(out, "w", allowZip64=True) as archive:
         with io.TextIOWrapper(archive.open(HEADER, "w", force_zip64=True), "utf-8") as text:
             json.dump(header, text)
-        for name, array in arrays.items():
-            contiguous = np.ascontiguousarray(array)
+        for name, value in arrays.items():
+            parts = [value] if isinstance(value, np.ndarray) else list(value)
+            dtype = parts[0].dtype if parts else np.dtype(np.uint8)
+            if any(part.dtype != dtype or part.ndim != 1 for part in parts):
+                msg = f"the parts of {name} are not one-dimensional arrays of one type"
+                raise ValueError(msg)
+            length = sum(part.size for part in parts)
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                npy_header = np.lib.format.header_data_from_array_1_0(contiguous)
+                npy_header = {
+                    "descr": np.lib.format.dtype_to_descr(dtype),
+                    "fortran_order": False,
+                    "shape": (length,),
+                }
                 np.lib.format.write_array_header_1_0(member, npy_header)
-                member.write(contiguous.data.cast("B"))
+                for part in parts:
+                    member.write(np.ascontiguousarray(part).data.cast("B"))
 
 
-def write_atomically(
-    path: Path, header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]
-) -> None:
+def write_atomically(path: Path, header: dict[str, Any], arrays: Members) -> None:
     """Write an archive to a temporary name beside `path` and rename it into place.
 
     Raises:

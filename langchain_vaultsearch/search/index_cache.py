@@ -33,6 +33,7 @@ import numpy.typing as npt
 from langchain_vaultsearch.safe_archive import (
     UNREADABLE,
     MappedArchive,
+    Members,
     discard,
     open_mapped,
     refused_folder,
@@ -116,7 +117,7 @@ def write_index(
     target: Path | None,
     *,
     snapshot: RecallSnapshot,
-    notes: dict[str, npt.NDArray[Any]],
+    notes: Members,
     links: Rows,
     aliases: Mapping[str, Sequence[str]],
 ) -> bool:
@@ -144,7 +145,7 @@ def write_index(
     if refused is not None:
         logger.warning("Not saving the search index in %s: %s", target.parent, refused)
         return False
-    arrays: dict[str, npt.NDArray[Any]] = {
+    arrays: Members = {
         "terms": np.frombuffer(snapshot.vocabulary, dtype=np.uint8),
         "body_offsets": snapshot.body[0],
         "body_notes": snapshot.body[1],

@@ -27,6 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.safe_archive import (
+    MappedArchive,
+    Members,
     locked_folder,
     open_mapped,
     typed_array,
@@ -169,6 +171,7 @@ def _merge(vault: Vault, shard_files: list[Path], target: Path) -> bool:
     vocabulary = set()
     for shard in shards:
         vocabulary.update(SortedTerms(_terms(shard.arrays)).decode_all())
+        shard.release_pages()  # a shard's pages are read once per step, then let go
     ordered = sorted(vocabulary)
     del vocabulary
     ranks = {term: rank for rank, term in enumerate(ordered)}
@@ -191,8 +194,10 @@ def _merge(vault: Vault, shard_files: list[Path], target: Path) -> bool:
             for shard in shards
         ]
         fields[field] = _merge_rows(rows, to_merged, bases, len(terms))
+        for shard in shards:
+            shard.release_pages()
     snapshot = RecallSnapshot(paths, terms.buffer, fields["body"], fields["meta"])
-    notes = _merge_saved_rows(shards)
+    notes = _merge_saved_rows(shards)  # the records are copied from the shards as written
     aliases = {
         str(path): names for shard in shards for path, names in shard.header["aliases"].items()
     }
@@ -236,22 +241,20 @@ def _merge_rows(
     return merged_offsets, merged
 
 
-def _merge_saved_rows(shards: list[Any]) -> dict[str, npt.NDArray[Any]]:
-    """The shards' saved rows (`saved_notes.pack`) as one set, in note order."""
+def _merge_saved_rows(shards: list[MappedArchive]) -> Members:
+    """The shards' saved rows (`saved_notes.pack`) as one set, in note order.
+
+    The records (most of an index file) stay the shards' mapped arrays, written one after
+    the other; only their offsets are shifted.
+    """
     record_offsets = [typed_array(s.arrays, "note_record_offsets", np.int64) for s in shards]
     starts = np.cumsum([0] + [int(offsets[-1]) for offsets in record_offsets])
     return {
-        "note_stamps": np.concatenate(
-            [typed_array(s.arrays, "note_stamps", np.int64) for s in shards]
-        ),
-        "note_times": np.concatenate(
-            [typed_array(s.arrays, "note_times", np.float64) for s in shards]
-        ),
-        "note_records": np.concatenate(
-            [typed_array(s.arrays, "note_records", np.uint8) for s in shards]
-        ),
-        "note_record_offsets": np.concatenate(
-            [np.zeros(1, dtype=np.int64)]
-            + [offsets[1:] + start for offsets, start in zip(record_offsets, starts, strict=False)]
-        ),
+        "note_stamps": [typed_array(s.arrays, "note_stamps", np.int64) for s in shards],
+        "note_times": [typed_array(s.arrays, "note_times", np.float64) for s in shards],
+        "note_records": [typed_array(s.arrays, "note_records", np.uint8) for s in shards],
+        "note_record_offsets": [
+            np.zeros(1, dtype=np.int64),
+            *(offsets[1:] + start for offsets, start in zip(record_offsets, starts, strict=False)),
+        ],
     }
