@@ -27,13 +27,16 @@ class MemoryBudget:
 
     Attributes:
         total_bytes: the whole budget.
-        scan_text_bytes: lowercased note text held while searches scan (half): the notes
-            beyond it are read again by each search until the index is ready.
-        chunk_cache_bytes: chunks and terms of ranked notes (three sixteenths: 96 MB of
-            512, the cache's size before there was a budget).
+        scan_text_bytes: lowercased note text held while searches scan (three eighths):
+            the notes beyond it are read again by each search until the index is ready.
+        chunk_cache_bytes: chunks and terms of ranked notes (an eighth: 64 MB of 512,
+            a few thousand notes' chunks, so repeated queries stay warm).
         mapped_bytes: pages of the saved index a process may keep resident before it lets
-            them go (a quarter); they stay in the page cache, so reading them again costs
-            no disk access.
+            them go (a sixteenth); they stay in the page cache, so reading them again
+            costs no disk access.
+
+    The rest is for what every index holds (paths, note numbers, the vault's listing:
+    ~170 MB at 100,000 notes) and for the interpreter's own slack.
     """
 
     total_bytes: int
@@ -55,7 +58,7 @@ class MemoryBudget:
             msg = f"memory_budget_mb must be at least {MIN_MEMORY_BUDGET_MB}, got {megabytes}"
             raise ValueError(msg)
         total = megabytes * _MB
-        return cls(total, total // 2, total * 3 // 16, total // 4)
+        return cls(total, total * 3 // 8, total // 8, total // 16)
 
 
 class ResidentPages:

@@ -22,8 +22,8 @@ import numpy.typing as npt
 from langchain_vaultsearch.vault.markdown import ParsedNote
 from langchain_vaultsearch.vault.note_records import Stamp, parse_record
 
-DECODED_CACHE_NOTES = 4096
-"""Decoded records kept: a few queries' candidates (a record takes ~5 KB decoded)."""
+DECODED_CACHE_NOTES = 1024
+"""Decoded records kept: a few queries' candidates (~11 KB each on the help vault)."""
 
 SavedRow = tuple[Stamp, float, float, bytes]
 """What is saved of one note: stamp, mtime_ms, ctime_ms and its JSON record (b"": none)."""
