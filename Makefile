@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 QUERY ?= how do I set up OAuth in Next.js?
 VAULT ?= examples/sample-vault
 
-.PHONY: demo test lint format benchmark clean help
+.PHONY: demo test lint format benchmark bench clean help
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ format: $(VENV)/.installed-dev
 
 benchmark: $(VENV)/.installed-dev  ## speed and memory against the LangChain baseline
 	$(BIN)/python -m benchmarks.speed
+
+BENCH_ARGS ?=
+bench: $(VENV)/.installed-dev  ## large vaults: 1k/10k/100k notes, budgets 512 and 256 (BENCH_ARGS="--vault DIR")
+	$(BIN)/python -m benchmarks.speed --sizes 1000,10000,100000 --budgets 512,256 --no-sample $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

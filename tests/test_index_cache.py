@@ -570,8 +570,8 @@ def test_forged_tags_in_saved_records_never_reach_results_or_filters(
 def test_memory_budget_shares_and_bad_values() -> None:
     budget = MemoryBudget.from_mb(512)
     assert budget.total_bytes == 512 * 1024 * 1024
-    assert budget.scan_text_bytes == 192 * 1024 * 1024
-    assert budget.chunk_cache_bytes == 64 * 1024 * 1024
+    assert budget.scan_text_bytes == 128 * 1024 * 1024
+    assert budget.chunk_cache_bytes == 192 * 1024 * 1024
     assert budget.mapped_bytes == 32 * 1024 * 1024
     with pytest.raises(ValueError, match="at least 64"):
         MemoryBudget.from_mb(63)

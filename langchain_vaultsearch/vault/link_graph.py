@@ -78,10 +78,19 @@ class LinkGraph:
 
     @classmethod
     def from_notes(cls, notes: Mapping[str, NoteInfo]) -> LinkGraph:
-        """Resolve every note's links against the notes themselves."""
-        numbers = {path: number for number, path in enumerate(notes)}
-        aliases = {path: info.parsed.aliases for path, info in notes.items() if info.parsed.aliases}
-        targets = ([link.target for link in info.parsed.links] for info in notes.values())
+        """Resolve every note's links against the notes themselves.
+
+        One pass over the notes: a vault opened from a saved index decodes each record as
+        it is read.
+        """
+        numbers: dict[str, int] = {}
+        aliases: dict[str, Sequence[str]] = {}
+        targets: list[list[str]] = []
+        for path, info in notes.items():
+            numbers[path] = len(numbers)
+            if info.parsed.aliases:
+                aliases[path] = info.parsed.aliases
+            targets.append([link.target for link in info.parsed.links])
         return cls.from_links(numbers, aliases, targets)
 
     @classmethod
