@@ -127,13 +127,15 @@ class ScanRecall:
                 if known is not None and known.stamp == stamp:
                     continue
                 self._forget(path)
-                text = self._read(abs_path, stamp)
-                if text is None:
-                    continue
                 meta = path[:-3].lower().encode()
                 budget = self._text_budget
-                if budget is not None and self._held_bytes + len(text) > budget:
-                    self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
+                if budget is not None and self._held_bytes + stamp[1] > budget:
+                    # Not read now: the search that follows reads it (once, not twice).
+                    if stamp[1] <= self._vault.max_note_bytes:
+                        self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
+                    continue
+                text = self._read(abs_path, stamp)
+                if text is None:
                     continue
                 # A newline before each note: a word-start check never sees the previous one.
                 buffer += b"\n"
