@@ -572,6 +572,7 @@ def test_memory_budget_shares_and_bad_values() -> None:
     assert budget.total_bytes == 512 * 1024 * 1024
     assert budget.scan_text_bytes == 128 * 1024 * 1024
     assert budget.chunk_cache_bytes == 192 * 1024 * 1024
+    assert budget.decoded_records_bytes == 48 * 1024 * 1024
     assert budget.mapped_bytes == 32 * 1024 * 1024
     with pytest.raises(ValueError, match="at least 64"):
         MemoryBudget.from_mb(63)
@@ -596,3 +597,16 @@ def test_pages_of_the_saved_index_are_let_go_past_their_share(
     released.clear()
     assert results(roomy) == expected
     assert len(released) == 1  # when opened only
+
+
+@pytest.mark.parametrize(("limit", "kept"), [(1, 0), (64 * 1024 * 1024, 22)])
+def test_decoded_records_stay_within_their_share(tmp_path: Path, limit: int, kept: int) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
+    vault = Vault(root)
+    loaded = load_index(vault, decoded_cache_bytes=limit)
+    assert loaded is not None
+    records = [vault.record(path) for path in loaded.current]
+    assert all(record is not None for record in records)  # decoded, whatever is kept
+    assert vault._saved is not None
+    assert len(vault._saved._decoded) == kept

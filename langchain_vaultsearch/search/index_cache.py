@@ -47,7 +47,7 @@ from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
 from langchain_vaultsearch.text import tokenize
 from langchain_vaultsearch.vault import markdown, note_records, saved_notes
 from langchain_vaultsearch.vault.link_graph import LinkGraph, Rows
-from langchain_vaultsearch.vault.saved_notes import SavedNotes, pack
+from langchain_vaultsearch.vault.saved_notes import DECODED_CACHE_BYTES, SavedNotes, pack
 from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -209,7 +209,9 @@ class LoadedIndex(NamedTuple):
     pages: MappedArchive
 
 
-def load_index(vault: Vault, path: Path | None = None) -> LoadedIndex | None:
+def load_index(
+    vault: Vault, path: Path | None = None, decoded_cache_bytes: int = DECODED_CACHE_BYTES
+) -> LoadedIndex | None:
     """Open a saved index; a vault that has not been scanned yet adopts its note records.
 
     A vault another reader refreshed first (a `FilterRetriever` sharing it) keeps its
@@ -219,6 +221,7 @@ def load_index(vault: Vault, path: Path | None = None) -> LoadedIndex | None:
     Args:
         vault: the vault the index was saved from.
         path: the file to read; the vault's `index_path` by default.
+        decoded_cache_bytes: how much memory the records decoded for queries may keep.
 
     Returns:
         The index, or None when there is no usable saved index (missing, from another
@@ -254,6 +257,7 @@ def load_index(vault: Vault, path: Path | None = None) -> LoadedIndex | None:
             typed_array(data, "note_times", np.float64),
             typed_array(data, "note_records", np.uint8),
             typed_array(data, "note_record_offsets", np.int64),
+            decoded_cache_bytes=decoded_cache_bytes,
         )
         aliases = header["aliases"]
         if not isinstance(aliases, dict):

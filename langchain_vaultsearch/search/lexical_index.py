@@ -156,7 +156,7 @@ class LexicalIndex:
         When the vault was refreshed by another reader first, the notes the index is not
         current for are indexed again here.
         """
-        loaded = load_index(self.vault, path)
+        loaded = load_index(self.vault, path, self.budget.decoded_records_bytes)
         if loaded is None:
             return False
         self.recall, indexed, self._pages = loaded

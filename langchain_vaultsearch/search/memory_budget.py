@@ -33,6 +33,9 @@ class MemoryBudget:
             512). Thirty queries over 100,000 notes rank ~6,000 notes; with a cache smaller
             than those, repeating the queries chunks them all again (warm p95 480 ms at 128
             MB, 50 ms at 192 MB on the help vault copied 16 times).
+        decoded_records_bytes: note records of the saved index decoded for the queries'
+            candidates (three thirty-seconds: 48 MB of 512; fewer decoded again every
+            repeated query's candidates, see `saved_notes.DECODED_CACHE_BYTES`).
         mapped_bytes: pages of the saved index a process may keep resident before it lets
             them go (a sixteenth); they stay in the page cache, so reading them again
             costs no disk access.
@@ -44,6 +47,7 @@ class MemoryBudget:
     total_bytes: int
     scan_text_bytes: int
     chunk_cache_bytes: int
+    decoded_records_bytes: int
     mapped_bytes: int
 
     @classmethod
@@ -60,7 +64,7 @@ class MemoryBudget:
             msg = f"memory_budget_mb must be at least {MIN_MEMORY_BUDGET_MB}, got {megabytes}"
             raise ValueError(msg)
         total = megabytes * _MB
-        return cls(total, total // 4, total * 3 // 8, total // 16)
+        return cls(total, total // 4, total * 3 // 8, total * 3 // 32, total // 16)
 
 
 class ResidentPages:

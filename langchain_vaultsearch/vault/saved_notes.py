@@ -23,9 +23,9 @@ from langchain_vaultsearch.vault.markdown import ParsedNote
 from langchain_vaultsearch.vault.note_records import Stamp, parse_record
 
 DECODED_CACHE_BYTES = 48 * 1024 * 1024
-"""Decoded records kept, by estimated size: the candidates of a few dozen queries. With
-1,024 records (a fifth of 30 queries' candidates on the 6,280-note help vault) every
-repeated query decoded its 200 candidates again: warm p50 6 -> 12.5 ms."""
+"""Decoded records kept by default, by estimated size: the candidates of a few dozen
+queries. With 1,024 records (a fifth of 30 queries' candidates on the 6,280-note help vault)
+every repeated query decoded its 200 candidates again: warm p50 6 -> 12.5 ms."""
 _DECODED_PER_BYTE = 6
 """A decoded record's size per byte of its JSON (tuples, dataclasses, strings)."""
 
@@ -47,8 +47,18 @@ class SavedNotes:
         times: npt.NDArray[np.float64],
         records: npt.NDArray[np.uint8],
         offsets: npt.NDArray[np.int64],
+        *,
+        decoded_cache_bytes: int = DECODED_CACHE_BYTES,
     ) -> None:
         """Wrap the arrays of a saved index (see `pack`); nothing is decoded.
+
+        Args:
+            paths: each row's note path.
+            stamps: `(mtime_ns, size, ctime_ns)` of each row, flattened.
+            times: `(mtime_ms, ctime_ms)` of each row, flattened.
+            records: every row's JSON record, one after the other.
+            offsets: where each row's record starts in `records`, and where the last ends.
+            decoded_cache_bytes: how much memory decoded records may keep, by estimate.
 
         Raises:
             ValueError: when the arrays do not fit each other (a damaged file).
@@ -78,6 +88,7 @@ class SavedNotes:
         self.verified = np.zeros(count, dtype=np.bool_)
         self._decoded: OrderedDict[int, tuple[ParsedNote, int]] = OrderedDict()
         self._decoded_bytes = 0
+        self._decoded_limit = decoded_cache_bytes
         self._lock = threading.Lock()
 
     def row(self, path: str) -> int | None:
@@ -136,7 +147,7 @@ class SavedNotes:
             if row not in self._decoded:
                 self._decoded[row] = (parsed, cost)
                 self._decoded_bytes += cost
-            while self._decoded_bytes > DECODED_CACHE_BYTES and self._decoded:
+            while self._decoded_bytes > self._decoded_limit and self._decoded:
                 self._decoded_bytes -= self._decoded.popitem(last=False)[1][1]
         return parsed
 
