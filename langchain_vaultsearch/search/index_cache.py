@@ -248,8 +248,8 @@ def load_index(
         snapshot = RecallSnapshot(
             paths=paths,
             vocabulary=typed_array(data, "terms", np.uint8).tobytes(),
-            body=_postings_from(data, "body"),
-            meta=_postings_from(data, "meta"),
+            body=postings_from(data, "body"),
+            meta=postings_from(data, "meta"),
         )
         saved = SavedNotes(
             paths,
@@ -290,9 +290,10 @@ def load_index(
     return LoadedIndex(index, current, archive)
 
 
-def _postings_from(
+def postings_from(
     data: Mapping[str, npt.NDArray[Any]], name: str
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+    """A field's postings rows (`body` or `meta`) from an index file's arrays, typed."""
     return typed_array(data, f"{name}_offsets", np.int64), typed_array(
         data, f"{name}_notes", np.int32
     )

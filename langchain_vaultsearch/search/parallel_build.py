@@ -12,7 +12,6 @@ shard size in the workers and by the merged index in the parent.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import multiprocessing
@@ -34,7 +33,11 @@ from langchain_vaultsearch.safe_archive import (
     typed_array,
     write_npz,
 )
-from langchain_vaultsearch.search.index_cache import SHARD_FOLDER_PREFIX, write_index
+from langchain_vaultsearch.search.index_cache import (
+    SHARD_FOLDER_PREFIX,
+    postings_from,
+    write_index,
+)
 from langchain_vaultsearch.search.recall import (
     RecallDocument,
     RecallIndex,
@@ -43,8 +46,7 @@ from langchain_vaultsearch.search.recall import (
 )
 from langchain_vaultsearch.search.vault_documents import note_document
 from langchain_vaultsearch.vault.link_graph import LinkGraph
-from langchain_vaultsearch.vault.note_records import NotPortableError, note_record
-from langchain_vaultsearch.vault.saved_notes import SavedRow, pack
+from langchain_vaultsearch.vault.saved_notes import SavedRow, encode_row, pack
 from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -135,13 +137,8 @@ def index_shard(spec: VaultSpec, paths: Sequence[str], out: str) -> str:
             if read is None:
                 continue
             info, text, stamp = read
-            try:
-                record = note_record(path, stamp, info.mtime_ms, info.ctime_ms, info.parsed)
-                encoded = json.dumps(record).encode()
-            except NotPortableError:
-                encoded = b""  # read again by the process that adopts the index
             kept.append(path)
-            rows.append((stamp, info.mtime_ms, info.ctime_ms, encoded))
+            rows.append(encode_row(info, stamp))
             links.append(sorted({link.target for link in info.parsed.links}))
             if info.parsed.aliases:
                 aliases[path] = list(info.parsed.aliases)
@@ -186,13 +183,7 @@ def _merge(vault: Vault, shard_files: list[Path], target: Path) -> bool:
     del ranks
     fields = {}
     for field in _FIELDS:
-        rows = [
-            (
-                typed_array(shard.arrays, f"{field}_offsets", np.int64),
-                typed_array(shard.arrays, f"{field}_notes", np.int32),
-            )
-            for shard in shards
-        ]
+        rows = [postings_from(shard.arrays, field) for shard in shards]
         fields[field] = _merge_rows(rows, to_merged, bases, len(terms))
         for shard in shards:
             shard.release_pages()

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of
+from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of, note_title
 
 logger = logging.getLogger(__name__)
 
@@ -125,11 +125,6 @@ class LinkGraph:
         return self._out
 
     @property
-    def paths(self) -> list[str]:
-        """Every note's path, by number."""
-        return self._paths
-
-    @property
     def aliases(self) -> Mapping[str, Sequence[str]]:
         """Frontmatter aliases of the notes that have any."""
         return self._aliases
@@ -172,7 +167,7 @@ class _Names:
         by_name: defaultdict[str, list[str]] = defaultdict(list)
         by_alias: defaultdict[str, list[str]] = defaultdict(list)
         for path in paths:
-            by_name[_fold(path.rsplit("/", 1)[-1][:-3])].append(path)
+            by_name[_fold(note_title(path))].append(path)
         for path, names in aliases.items():
             for alias in names:
                 by_alias[_fold(alias.strip())].append(path)

@@ -60,6 +60,11 @@ class VaultChanges:
         return bool(self.updated or self.removed)
 
 
+def note_title(path: str) -> str:
+    """A note's title: its file name without `.md` (what `[[links]]` and citations use)."""
+    return path.rsplit("/", 1)[-1][:-3]
+
+
 def folder_of(path: str) -> str:
     """The folder of a vault-relative path, `""` for the vault root."""
     return path.rsplit("/", 1)[0] if "/" in path else ""

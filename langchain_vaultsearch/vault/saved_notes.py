@@ -11,6 +11,7 @@ Decoded records are kept in a small cache, so a query's notes are decoded once.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -20,7 +21,15 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.vault.markdown import ParsedNote
-from langchain_vaultsearch.vault.note_records import Stamp, parse_record
+from langchain_vaultsearch.vault.note_info import NoteInfo
+from langchain_vaultsearch.vault.note_records import (
+    NotPortableError,
+    Stamp,
+    note_record,
+    parse_record,
+)
+
+logger = logging.getLogger(__name__)
 
 DECODED_CACHE_BYTES = 48 * 1024 * 1024
 """Decoded records kept by default, by estimated size: the candidates of a few dozen
@@ -150,6 +159,20 @@ class SavedNotes:
             while self._decoded_bytes > self._decoded_limit and self._decoded:
                 self._decoded_bytes -= self._decoded.popitem(last=False)[1][1]
         return parsed
+
+
+def encode_row(info: NoteInfo, stamp: Stamp) -> SavedRow:
+    """What a saved index keeps of a note read from the file `stamp` describes.
+
+    A note whose frontmatter cannot round-trip through JSON gets an empty record, so the
+    process adopting the rows reads it again.
+    """
+    try:
+        record = note_record(info.path, stamp, info.mtime_ms, info.ctime_ms, info.parsed)
+    except NotPortableError as exc:
+        logger.debug("Not saving the record of %s: %s", info.path, exc)
+        return stamp, info.mtime_ms, info.ctime_ms, b""
+    return stamp, info.mtime_ms, info.ctime_ms, json.dumps(record).encode()
 
 
 def pack(rows: Iterable[SavedRow], count: int) -> dict[str, npt.NDArray[Any]]:

@@ -13,7 +13,6 @@ returns.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -23,7 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
 
@@ -31,10 +30,10 @@ import numpy as np
 
 from langchain_vaultsearch.vault.link_graph import LinkGraph
 from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
-from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
-from langchain_vaultsearch.vault.note_records import NotPortableError, Stamp, note_record
+from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges, note_title
+from langchain_vaultsearch.vault.note_records import Stamp
 from langchain_vaultsearch.vault.patterns import PathPattern, is_allowed, parse_patterns
-from langchain_vaultsearch.vault.saved_notes import SavedNotes, SavedRow
+from langchain_vaultsearch.vault.saved_notes import SavedNotes, SavedRow, encode_row
 from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
 
 logger = logging.getLogger(__name__)
@@ -304,7 +303,7 @@ class Vault:
             if revision is not None:
                 return revision
             row = None if self._saved is None else self._saved.row(path)
-            return -1 if row is None else -2 - row
+            return -1 if row is None else _saved_revision(row)
 
     def revisions(self) -> Iterator[tuple[str, int]]:
         """Each note's path and revision: a revision changes whenever the note's record does.
@@ -319,7 +318,7 @@ class Vault:
         yield from current
         if saved is not None:
             for row in rows:
-                yield saved.paths[row], -2 - row
+                yield saved.paths[row], _saved_revision(row)
 
     @property
     def version(self) -> int:
@@ -346,12 +345,7 @@ class Vault:
                     return None
                 return (saved.stamp(row), *saved.times(row), saved.raw(row))
             stamp = self._stamps[path]
-        try:
-            record = note_record(path, stamp, info.mtime_ms, info.ctime_ms, info.parsed)
-        except NotPortableError as exc:
-            logger.debug("Not saving the record of %s: %s", path, exc)
-            return stamp, info.mtime_ms, info.ctime_ms, b""
-        return stamp, info.mtime_ms, info.ctime_ms, json.dumps(record).encode()
+        return encode_row(info, stamp)
 
     def adopt(self, saved: SavedNotes, graph: LinkGraph | None = None) -> int:
         """Take note records saved by an earlier process as if they had been read.
@@ -373,7 +367,7 @@ class Vault:
             for path in saved.live_paths():
                 # Lexical check only: the next refresh drops records of paths its walk
                 # does not find, symlinks that leave the vault included.
-                if _climbs_out(path):
+                if _relative_parts(path) is None:
                     saved.live[saved.rows[path]] = False
             self._saved = saved
             self._graph = graph
@@ -662,7 +656,7 @@ class Vault:
     ) -> NoteInfo:
         return NoteInfo(
             path=rel,
-            title=PurePosixPath(rel).name[:-3],
+            title=note_title(rel),
             mtime_ms=mtime_ms,
             ctime_ms=ctime_ms,
             size=size,
@@ -815,11 +809,12 @@ class Vault:
             return info  # changed since: the next refresh reads it anyway
         text = read[0]
         parsed = parse_note(text)
+        digest = _digest(text)
         with self._lock:
             if saved.row(info.path) != row:
                 return self._notes.get(info.path) or info
             saved.verified[row] = True
-            self._digests[info.path] = _digest(text)
+            self._digests[info.path] = digest
             if parsed == info.parsed:
                 return info
             logger.warning(
@@ -828,8 +823,8 @@ class Vault:
                 info.path,
             )
             fixed = replace(info, parsed=parsed, searchable=self._allowed(info.path, parsed))
-            self._keep(fixed, read[1])
-            self._digests[info.path] = _digest(text)
+            self._keep(fixed, read[1])  # forgets the digest with the saved row
+            self._digests[info.path] = digest
             self._graph = None
             self._version += 1
             return fixed
@@ -880,19 +875,20 @@ class Vault:
         return self._link_graph()
 
 
-def _climbs_out(path: str) -> bool:
-    """`_relative_parts(path) is None`, with string operations only (a pass over every note)."""
-    if not path or path[0] in "/\\" or "\x00" in path:
-        return True
-    parts = path.replace("\\", "/").split("/")
-    return ".." in parts or _DRIVE.fullmatch(parts[0]) is not None
+def _saved_revision(row: int) -> int:
+    """The revision of an adopted row: negative, apart from read notes' and from -1."""
+    return -2 - row
 
 
 def _relative_parts(path: str) -> tuple[str, ...] | None:
-    """The parts of a vault-relative path, None when it is absolute or climbs out."""
+    """The parts of a vault-relative path, None when it is absolute or climbs out.
+
+    String operations only (the parts `PurePosixPath` gives: empty and `.` parts
+    dropped): adopting a saved index checks every note's path with it.
+    """
     if not path or path.startswith(("/", "\\")) or "\x00" in path:
         return None
-    parts = PurePosixPath(path.replace("\\", "/")).parts
+    parts = tuple(part for part in path.replace("\\", "/").split("/") if part not in ("", "."))
     if any(part == ".." for part in parts) or (parts and _DRIVE.fullmatch(parts[0])):
         return None
     return parts
