@@ -4,8 +4,11 @@ process and after a restart from the saved index; attribute changes alone do not
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
+
+import pytest
 
 from langchain_vaultsearch import TieredLexicalRetriever
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
@@ -55,3 +58,28 @@ def test_a_chmod_or_a_hard_link_is_not_an_edit(tmp_path: Path) -> None:
     changes = notes.refresh()
     assert [info.path for info, _text in changes.updated] == ["Linked.md"]
     assert _paths(retriever, "alpha") == ["Linked.md", "Note.md"]
+
+
+def test_a_chmod_after_a_restart_keeps_the_saved_record_trusted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The row's stamp follows the chmod (ctime) while its record keeps the stamp it was
+    made from: neither this process nor the next may take that for damage."""
+    vault = write_vault(
+        tmp_path / "v",
+        {"Note.md": "# Note\n\nalpha bravo\n", "Other.md": "# Other\n\ncharlie\n"},
+    )
+    first = TieredLexicalRetriever(vault_path=str(vault), index_policy=POLICY)
+    assert _paths(first, "alpha") == ["Note.md"]
+    assert first.core.index.save() is not None
+    restarted = TieredLexicalRetriever(vault_path=str(vault), index_policy=POLICY)
+    with caplog.at_level(logging.WARNING):
+        assert _paths(restarted, "alpha") == ["Note.md"]  # its saved record is checked
+        os.chmod(vault / "Note.md", 0o600)
+        assert _paths(restarted, "alpha") == ["Note.md"]
+        assert restarted.vault is not None
+        assert restarted.vault.notes.keys() == {"Note.md", "Other.md"}
+        assert restarted.core.index.save() is not None
+        again = TieredLexicalRetriever(vault_path=str(vault), index_policy=POLICY)
+        assert _paths(again, "alpha") == ["Note.md"]
+    assert [r.getMessage() for r in caplog.records if "saved record" in r.getMessage()] == []
