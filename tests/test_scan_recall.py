@@ -417,3 +417,21 @@ def test_chunks_by_id_for_recorded_and_peeked_notes(vault_dir: Path) -> None:
     assert "LINQ queries" in store.get_chunk_text("C# Notes.md#0")
     assert store.get_chunk_text("C# Notes.md#1") == ""
     assert store.get_chunk("C# Notes.md") is None
+
+
+def test_a_term_is_found_within_one_note_never_across_two_or_in_a_forgotten_one(
+    tmp_path: Path, touch: Callable[[Path, str, int], None]
+) -> None:
+    """The notes' texts lie one after another in a buffer that each search runs through
+    whole: a hit must fall inside one listed note's text."""
+    root = write_vault(
+        tmp_path / "v",
+        {"A.md": "ends with alpha", "B.md": "beta starts here", "C.md": "quokka quokka\n"},
+    )
+    scan = ScanRecall(Vault(root, watch=False))
+    assert paths(scan.candidates(["alpha\nbeta"], 10)) == []  # as typed: across A and B
+    assert paths(scan.candidates(["alphabeta"], 10)) == []
+    touch(root / "C.md", "no longer about that animal\n", 10)
+    scan.refresh()  # C's old text stays in the first buffer, between A and B's and the new
+    assert paths(scan.candidates(["quokka"], 10)) == []
+    assert paths(scan.candidates(["animal", "beta"], 10)) == ["B.md", "C.md"]

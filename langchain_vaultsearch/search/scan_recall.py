@@ -20,14 +20,18 @@ and aliases and tags count as body text, since they are known only once a note i
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import math
+import os
 import re
 import threading
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
 from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of
@@ -73,11 +77,59 @@ class _Needle:
             end = b"" if len(token) >= _MIN_PREFIX else rb"(?!\w)"
             self._word = re.compile(rb"%s(?<!\w%s)%s" % (literal, literal, end))
 
-    def found_in(self, span: _Span) -> bool:
-        text, start, end = span
-        return text.find(self.token, start, end) >= 0 and (
-            self._word is None or self._word.search(text, start, end) is not None
-        )
+    def mark(self, run: _Run, found: npt.NDArray[np.bool_]) -> None:
+        """Set `found` at each text of the run holding the term.
+
+        One search per text that holds it, not one per text: a search jumps to the end
+        of the text it hit, so a rare term costs a few searches over the whole run.
+        """
+        buffer, starts, ends = run.buffer, run.starts, run.ends
+        size = len(self.token)
+        pos, stop = starts[0], ends[-1]
+        while pos < stop:
+            if self._word is None:
+                hit = buffer.find(self.token, pos, stop)
+                if hit < 0:
+                    return
+            else:
+                match = self._word.search(buffer, pos, stop)
+                if match is None:
+                    return
+                hit = match.start()
+            i = bisect.bisect_right(starts, hit) - 1
+            if hit + size <= ends[i]:
+                found[run.first + i] = True
+                pos = ends[i]
+            elif hit >= ends[i]:  # text of a note no longer listed, between two
+                if i + 1 == len(starts):
+                    return
+                pos = starts[i + 1]
+            else:
+                pos = hit + 1  # a term spanning two texts
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Texts laid out in order in one buffer: text `i` is `buffer[starts[i]:ends[i]]`."""
+
+    buffer: bytes | bytearray
+    first: int
+    """The index of its first text among all the texts searched."""
+    starts: list[int]
+    ends: list[int]
+
+
+def _runs(spans: Iterable[_Span]) -> list[_Run]:
+    """Spans grouped into runs of consecutive texts of one buffer."""
+    runs: list[_Run] = []
+    for index, (buffer, start, end) in enumerate(spans):
+        last = runs[-1] if runs else None
+        if last is None or last.buffer is not buffer or start < last.ends[-1]:
+            runs.append(_Run(buffer, index, [start], [end]))
+        else:
+            last.starts.append(start)
+            last.ends.append(end)
+    return runs
 
 
 class ScanRecall:
@@ -122,6 +174,7 @@ class ScanRecall:
                 self._forget(gone)
             # Grown only here, under the lock, before any search can see a note in it.
             buffer = bytearray()
+            wanted: list[tuple[str, str, Stamp, bytes]] = []
             for path, (abs_path, stamp) in files.items():
                 known = self._notes.get(path)
                 if known is not None and known.stamp == stamp:
@@ -134,15 +187,24 @@ class ScanRecall:
                     if stamp[1] <= self._vault.max_note_bytes:
                         self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
                     continue
-                text = self._read(abs_path, stamp)
+                self._held_bytes += stamp[1]  # what it will hold, corrected once read
+                wanted.append((path, abs_path, stamp, meta))
+                # Its place in the listing's order, which ties in ranking follow.
+                self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
+            texts = self._read_all((abs_path, stamp) for _, abs_path, stamp, _ in wanted)
+            for (path, _abs_path, stamp, _meta), text in zip(wanted, texts, strict=True):
+                self._held_bytes -= stamp[1]
                 if text is None:
+                    del self._notes[path]
                     continue
                 # A newline before each note: a word-start check never sees the previous one.
                 buffer += b"\n"
                 start = len(buffer)
                 buffer += text
                 self._held_bytes += len(text)
-                self._notes[path] = _ScannedNote(stamp, buffer, start, len(buffer), meta, abs_path)
+                self._notes[path] = replace(
+                    self._notes[path], buffer=buffer, start=start, end=len(buffer)
+                )
 
     def _forget(self, path: str) -> None:
         """Drop a note (lock held); its text stays in its buffer until the buffer goes."""
@@ -151,21 +213,27 @@ class ScanRecall:
         if known is not None and known.buffer is not None:
             self._held_bytes -= known.end - known.start
 
-    def _read(self, abs_path: str, stamp: Stamp) -> bytes | None:
-        """A note's text lowercased, as UTF-8; None when over the size limit or unreadable.
+    def _read_all(self, files: Iterable[tuple[str, Stamp]]) -> Iterator[bytes | None]:
+        """Each note's text lowercased, as UTF-8; None when over the size limit or unreadable.
 
-        ASCII notes are lowercased as bytes, without decoding (a third of the time it took
-        to read 10,000 synthetic notes). The vault warns about oversized notes.
+        The files are opened a few dozen ahead of the one read, with a hint that they
+        will be read (`read_ahead`): the disk reads them while this thread lowercases and
+        searches. ASCII notes are lowercased as bytes, without decoding (a third of the
+        time it took to read 10,000 synthetic notes). The vault warns about oversized notes.
         """
         limit = self._vault.max_note_bytes
-        if stamp[1] > limit:
-            return None
-        try:
-            with open(abs_path, "rb") as handle:
-                data = handle.read(limit + 1)
-        except OSError:
-            return None
-        return data.lower() if data.isascii() else decode_note(data).lower().encode()
+        for handle in read_ahead(files, limit):
+            if handle is None:
+                yield None
+                continue
+            try:
+                data = _read_whole(handle, limit)
+            except OSError:
+                yield None
+                continue
+            finally:
+                os.close(handle)
+            yield data.lower() if data.isascii() else decode_note(data).lower().encode()
 
     def note(self, path: str) -> NoteInfo | None:
         """A scanned note's record, parsed on first use (None when it is not a note here)."""
@@ -210,18 +278,19 @@ class ScanRecall:
                 # A joined word ("next.js" -> next, js, nextjs) is also found as typed.
                 searches.append((needles, [_Needle(term)] if len(needles) > 1 else []))
         bodies = np.zeros((len(searches), len(paths)), dtype=np.bool_)
-        for first, spans in _text_batches(notes, self._read):
+        for first, spans in _text_batches(notes, self._read_all):
+            runs = _runs(spans)
             for row, (needles, as_typed) in enumerate(searches):
-                held = _holding_all(spans, needles)
+                held = _holding_all(runs, len(spans), needles)
                 if as_typed:
-                    held |= _holding_all(spans, as_typed)
+                    held |= _holding_all(runs, len(spans), as_typed)
                 bodies[row, first : first + len(spans)] = held
-        metas = [(note.meta, 0, len(note.meta)) for note in notes]
+        metas = _runs(_laid_out(note.meta for note in notes))
         scores = np.zeros(len(paths), dtype=np.float64)
         for (needles, as_typed), body in zip(searches, bodies, strict=True):
-            meta = _holding_all(metas, needles)
+            meta = _holding_all(metas, len(paths), needles)
             if as_typed:
-                meta |= _holding_all(metas, as_typed)
+                meta |= _holding_all(metas, len(paths), as_typed)
             either = body | meta
             found = int(either.sum())
             if found == 0:
@@ -236,14 +305,79 @@ STREAM_BATCH_BYTES = 8 * 1024 * 1024
 """Text of notes beyond the budget read per step of a search."""
 
 
+READ_AHEAD_NOTES = 64
+"""Notes opened, and hinted to the kernel, ahead of the one read. Reading 490 MB of notes
+not in the page cache takes ~8 s on the test machine whatever the number of threads (and
+threads waiting for the GIL after each read slowed a scan 2x); a hint lets the disk work
+while the scan's thread lowercases and searches, with no thread at all."""
+
+
+def read_ahead(files: Iterable[tuple[str, Stamp]], limit: int) -> Iterator[int | None]:
+    """Each file opened, in order, `READ_AHEAD_NOTES` ahead of the caller.
+
+    None stands for a file too large or that cannot be opened. The caller closes each
+    descriptor it gets; those not yet handed over are closed when it stops early.
+    """
+    ahead: deque[int | None] = deque()
+    pending = iter(files)
+    try:
+        while True:
+            while len(ahead) < READ_AHEAD_NOTES and (following := next(pending, None)):
+                ahead.append(_open_hinted(*following, limit))
+            if not ahead:
+                return
+            yield ahead.popleft()
+    finally:
+        for handle in ahead:
+            if handle is not None:
+                os.close(handle)
+
+
+def _open_hinted(file: str, stamp: Stamp, limit: int) -> int | None:
+    """A note opened for reading, the kernel told to fetch it now; None if not to be read."""
+    if stamp[1] > limit:
+        return None
+    try:
+        handle = os.open(file, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    if hasattr(os, "posix_fadvise"):
+        with contextlib.suppress(OSError):
+            os.posix_fadvise(handle, 0, 0, os.POSIX_FADV_WILLNEED)
+    return handle
+
+
+def _read_whole(handle: int, limit: int) -> bytes:
+    """Up to `limit + 1` bytes of an open file (its size may have changed since its stamp)."""
+    parts = []
+    remaining = limit + 1
+    while remaining > 0 and (part := os.read(handle, min(remaining, 1 << 24))):
+        parts.append(part)
+        remaining -= len(part)
+    return b"".join(parts)
+
+
+def _laid_out(texts: Iterable[bytes]) -> Iterator[_Span]:
+    """Texts as spans of one buffer, each after a newline (the word-start checks' edge)."""
+    buffer = bytearray()
+    bounds = []
+    for text in texts:
+        buffer += b"\n"
+        bounds.append((len(buffer), len(buffer) + len(text)))
+        buffer += text
+    return ((buffer, start, end) for start, end in bounds)
+
+
 def _text_batches(
-    notes: list[_ScannedNote], read: Callable[[str, Stamp], bytes | None]
+    notes: list[_ScannedNote],
+    read_all: Callable[[Iterable[tuple[str, Stamp]]], Iterator[bytes | None]],
 ) -> Iterator[tuple[int, list[_Span]]]:
     """The notes' texts as spans, in order, in batches: `(first note's index, spans)`.
 
-    Held texts are spans of their buffers; the others are read into a batch buffer of
-    about `STREAM_BATCH_BYTES` that the next batch replaces.
+    Held texts are spans of their buffers; the others are read (`read_all`, in order)
+    into a batch buffer of about `STREAM_BATCH_BYTES` that the next batch replaces.
     """
+    unheld = read_all((n.file, n.stamp) for n in notes if n.buffer is None)
     first = 0
     spans: list[_Span] = []
     batch = bytearray()
@@ -251,7 +385,7 @@ def _text_batches(
         if note.buffer is not None:
             spans.append((note.buffer, note.start, note.end))
         else:
-            text = read(note.file, note.stamp) or b""
+            text = next(unheld) or b""
             batch += b"\n"
             spans.append((batch, len(batch), len(batch) + len(text)))
             batch += text
@@ -263,9 +397,12 @@ def _text_batches(
         yield first, spans
 
 
-def _holding_all(texts: Sequence[_Span], needles: list[_Needle]) -> np.ndarray:
-    """Which texts contain every needle (a phrase's words; a single term's one needle)."""
-    mask = np.ones(len(texts), dtype=np.bool_)
+def _holding_all(runs: list[_Run], count: int, needles: list[_Needle]) -> npt.NDArray[np.bool_]:
+    """Which of `count` texts hold every needle (a phrase's words; a single term's one)."""
+    mask = np.ones(count, dtype=np.bool_)
     for needle in needles:
-        mask &= np.fromiter(map(needle.found_in, texts), dtype=np.bool_, count=len(texts))
+        found = np.zeros(count, dtype=np.bool_)
+        for run in runs:
+            needle.mark(run, found)
+        mask &= found
     return mask
