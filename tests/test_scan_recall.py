@@ -97,21 +97,66 @@ def test_scan_sees_where_each_note_starts_and_ends(tmp_path: Path) -> None:
     assert paths(scan.candidates(["jsonward"], 10)) == []
 
 
+@pytest.fixture(params=["spill file", "no spill file"])
+def spill_file(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Whether the scan may keep the notes beyond its budget in a temporary file."""
+    if request.param == "spill file":
+        return True
+
+    def refused(self: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(scan_recall_module.SpillFile, "__init__", refused)
+    return False
+
+
 @pytest.mark.parametrize("held_bytes", [0, 40, 200])
-def test_a_scan_over_its_text_budget_reads_the_rest_per_search_and_finds_the_same(
-    scan_vault: Vault, monkeypatch: pytest.MonkeyPatch, held_bytes: int
+def test_a_scan_over_its_text_budget_finds_the_same_with_or_without_its_spill_file(
+    scan_vault: Vault,
+    monkeypatch: pytest.MonkeyPatch,
+    held_bytes: int,
+    spill_file: bool,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     queries = [["sync"], ["js"], ["next.js"], ["同步"], ["#web/frontend"], ["zanzibar", "the"]]
     unbounded = ScanRecall(scan_vault)
     monkeypatch.setattr(scan_recall_module, "STREAM_BATCH_BYTES", 64)  # several batches
-    bounded = ScanRecall(scan_vault, text_budget_bytes=held_bytes)
+    with caplog.at_level(logging.WARNING):
+        bounded = ScanRecall(scan_vault, text_budget_bytes=held_bytes)
     assert bounded._held_bytes <= held_bytes
+    assert ("temporary file" in caplog.text) is not spill_file
     for query in queries:
         assert bounded.candidates(query, 10) == unbounded.candidates(query, 10)
     if held_bytes == 0:
         assert paths(bounded.candidates(["bundles"], 10)) == ["Web/Next.md"]
-        (scan_vault.root / "Web/Next.md").unlink()  # gone before the next refresh
-        assert paths(bounded.candidates(["bundles"], 10)) == []  # no text left to find
+        (scan_vault.root / "Web/Next.md").unlink()
+        bounded.refresh()
+        assert paths(bounded.candidates(["bundles"], 10)) == []
+
+
+def test_notes_beyond_the_budget_are_read_once_into_the_spill_file_not_per_search(
+    scan_vault: Vault,
+    monkeypatch: pytest.MonkeyPatch,
+    touch: Callable[[Path, str, int], None],
+    spill_file: bool,
+) -> None:
+    opened: list[str] = []
+    original = scan_recall_module._open_hinted
+
+    def counting(file: str, stamp: tuple[int, int, int], limit: int) -> int | None:
+        opened.append(Path(file).name)
+        return original(file, stamp, limit)
+
+    monkeypatch.setattr(scan_recall_module, "_open_hinted", counting)
+    scan = ScanRecall(scan_vault, text_budget_bytes=0)
+    for _ in range(3):
+        assert paths(scan.candidates(["zanzibar"], 10)) == ["Hidden words.md"]
+    # Read once, when listed; without the file, by every search.
+    assert len(opened) == (len(scan) if spill_file else 3 * len(scan))
+    touch(scan_vault.root / "Hidden words.md", "Mentions a quokka now.\n", 10)
+    scan.refresh()
+    assert paths(scan.candidates(["zanzibar"], 10)) == []  # its old text stays unread
+    assert paths(scan.candidates(["quokka"], 10)) == ["Hidden words.md"]
 
 
 def test_scan_weighs_rare_terms_above_common_ones(scan_vault: Vault) -> None:

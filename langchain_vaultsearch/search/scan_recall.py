@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import logging
 import math
 import os
 import re
+import tempfile
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -38,6 +40,8 @@ from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of
 from langchain_vaultsearch.vault.note_records import Stamp
 from langchain_vaultsearch.vault.vault import Vault, decode_note
 
+logger = logging.getLogger(__name__)
+
 # Shorter terms match whole words only, as `Vocabulary.expand` does not expand them.
 _MIN_PREFIX = 3
 
@@ -50,8 +54,9 @@ class _ScannedNote:
     """One note as the scan sees it: lowercased text and path (without `.md`).
 
     The text is `buffer[start:end]`, never sliced out: searches take the bounds. A note
-    read after the text budget was spent keeps no text (`buffer` None): each search reads
-    it again from `file`.
+    read after the text budget was spent keeps no text (`buffer` None): its text is at
+    `start:end` of the scan's spill file (`spilled`), or, where there is none, each search
+    reads it again from `file`.
     """
 
     stamp: Stamp
@@ -60,6 +65,7 @@ class _ScannedNote:
     end: int
     meta: bytes
     file: str
+    spilled: bool = False
 
 
 class _Needle:
@@ -146,12 +152,13 @@ class ScanRecall:
         Args:
             vault: the notes; it is not refreshed, so its records stay as they were.
             files: `vault.list_files()` when the caller has just listed them.
-            text_budget_bytes: how much lowercased text to hold; the notes beyond it are
-                read again by every search (a 100,000-note vault has ~500 MB of text).
-                None holds all of it.
+            text_budget_bytes: how much lowercased text to hold in memory; the notes
+                beyond it go to a temporary file (`SpillFile`) every search reads back (a
+                100,000-note vault has ~500 MB of text). None holds all of it.
         """
         self._vault = vault
         self._text_budget = text_budget_bytes
+        self._spill: SpillFile | None = None
         self._held_bytes = 0
         self._notes: dict[str, _ScannedNote] = {}
         self._peeked: dict[str, NoteInfo] = {}
@@ -175,6 +182,7 @@ class ScanRecall:
             # Grown only here, under the lock, before any search can see a note in it.
             buffer = bytearray()
             wanted: list[tuple[str, str, Stamp, bytes]] = []
+            beyond: list[str] = []
             for path, (abs_path, stamp) in files.items():
                 known = self._notes.get(path)
                 if known is not None and known.stamp == stamp:
@@ -183,9 +191,9 @@ class ScanRecall:
                 meta = path[:-3].lower().encode()
                 budget = self._text_budget
                 if budget is not None and self._held_bytes + stamp[1] > budget:
-                    # Not read now: the search that follows reads it (once, not twice).
                     if stamp[1] <= self._vault.max_note_bytes:
                         self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
+                        beyond.append(path)
                     continue
                 self._held_bytes += stamp[1]  # what it will hold, corrected once read
                 wanted.append((path, abs_path, stamp, meta))
@@ -205,6 +213,39 @@ class ScanRecall:
                 self._notes[path] = replace(
                     self._notes[path], buffer=buffer, start=start, end=len(buffer)
                 )
+            if beyond:
+                self._spill_notes(beyond)
+
+    def _spill_notes(self, paths: list[str]) -> None:
+        """Read notes beyond the text budget into the spill file (lock held).
+
+        Where the file cannot be made or written (logged), the notes stay as they are:
+        each search reads them from the vault.
+        """
+        notes = [self._notes[path] for path in paths]
+        texts = self._read_all((note.file, note.stamp) for note in notes)
+        placed: list[tuple[int, int] | None] = []
+        try:
+            if self._spill is None:
+                self._spill = SpillFile()
+            spill = self._spill
+            placed.extend(None if text is None else spill.append(text) for text in texts)
+            spill.flush()
+        except OSError as exc:
+            # Notes spilled before stay readable; these are read from the vault per search.
+            logger.warning(
+                "Could not keep the scanned text of %d notes in a temporary file (%s);"
+                " each search reads them from the vault until the index is built",
+                len(paths),
+                exc,
+            )
+            return
+        for path, where in zip(paths, placed, strict=True):
+            if where is None:
+                del self._notes[path]  # gone or unreadable since it was listed
+            else:
+                start, end = where
+                self._notes[path] = replace(self._notes[path], start=start, end=end, spilled=True)
 
     def _forget(self, path: str) -> None:
         """Drop a note (lock held); its text stays in its buffer until the buffer goes."""
@@ -278,7 +319,7 @@ class ScanRecall:
                 # A joined word ("next.js" -> next, js, nextjs) is also found as typed.
                 searches.append((needles, [_Needle(term)] if len(needles) > 1 else []))
         bodies = np.zeros((len(searches), len(paths)), dtype=np.bool_)
-        for first, spans in _text_batches(notes, self._read_all):
+        for first, spans in _text_batches(notes, self._read_all, self._spill):
             runs = _runs(spans)
             for row, (needles, as_typed) in enumerate(searches):
                 held = _holding_all(runs, len(spans), needles)
@@ -303,6 +344,65 @@ class ScanRecall:
 
 STREAM_BATCH_BYTES = 8 * 1024 * 1024
 """Text of notes beyond the budget read per step of a search."""
+
+
+class SpillFile:
+    """The lowercased text of the notes beyond the scan's text budget, kept on disk.
+
+    Read and lowercased once, when the scan lists a note, and read back by every search in
+    blocks of `STREAM_BATCH_BYTES`, instead of every search opening, reading and
+    lowercasing each of those notes again (5-6 s a search on the 100,480-note help x16
+    vault, 360 MB beyond the budget; the searches made while the index builds also
+    took the build's cores). The file has no name (`tempfile.TemporaryFile`), so the
+    system removes it when the process ends, however it ends. A note's text is written
+    after a newline, as in the scan's buffers, and a changed note's earlier text stays
+    until the file goes with the scan.
+    """
+
+    def __init__(self) -> None:
+        """Create the file in the system's temporary folder.
+
+        Raises:
+            OSError: when it cannot be created.
+        """
+        self._file = tempfile.TemporaryFile(prefix="vaultsearch-scan-")  # noqa: SIM115
+        self._written = 0
+        self._pending = bytearray()
+        self._lock = threading.Lock()
+
+    def append(self, text: bytes) -> tuple[int, int]:
+        """Add a text; returns where it will be, once `flush`ed."""
+        self._pending += b"\n"
+        start = self._written + len(self._pending)
+        self._pending += text
+        if len(self._pending) >= STREAM_BATCH_BYTES:
+            self.flush()
+        return start, start + len(text)
+
+    def flush(self) -> None:
+        """Write what was appended.
+
+        Raises:
+            OSError: when the disk refuses it.
+        """
+        with self._lock:
+            self._file.seek(self._written)
+            self._file.write(self._pending)
+            self._file.flush()
+        self._written += len(self._pending)
+        self._pending = bytearray()
+
+    def read(self, ranges: Iterable[tuple[int, int]]) -> Iterator[bytes]:
+        """The texts at `ranges` (mostly ascending: read a block at a time)."""
+        block = b""
+        low = 0
+        for start, end in ranges:
+            if start < low or end > low + len(block):
+                low = start
+                with self._lock:
+                    self._file.seek(start)
+                    block = self._file.read(max(STREAM_BATCH_BYTES, end - start))
+            yield block[start - low : end - low]
 
 
 READ_AHEAD_NOTES = 64
@@ -371,13 +471,18 @@ def _laid_out(texts: Iterable[bytes]) -> Iterator[_Span]:
 def _text_batches(
     notes: list[_ScannedNote],
     read_all: Callable[[Iterable[tuple[str, Stamp]]], Iterator[bytes | None]],
+    spill: SpillFile | None,
 ) -> Iterator[tuple[int, list[_Span]]]:
     """The notes' texts as spans, in order, in batches: `(first note's index, spans)`.
 
-    Held texts are spans of their buffers; the others are read (`read_all`, in order)
-    into a batch buffer of about `STREAM_BATCH_BYTES` that the next batch replaces.
+    Held texts are spans of their buffers; the others are read (from the spill file, or
+    from the vault by `read_all`, in order) into a batch buffer of about
+    `STREAM_BATCH_BYTES` that the next batch replaces.
     """
-    unheld = read_all((n.file, n.stamp) for n in notes if n.buffer is None)
+    unheld = read_all((n.file, n.stamp) for n in notes if n.buffer is None and not n.spilled)
+    spilled = (
+        iter(()) if spill is None else spill.read((n.start, n.end) for n in notes if n.spilled)
+    )
     first = 0
     spans: list[_Span] = []
     batch = bytearray()
@@ -385,7 +490,7 @@ def _text_batches(
         if note.buffer is not None:
             spans.append((note.buffer, note.start, note.end))
         else:
-            text = next(unheld) or b""
+            text = next(spilled) if note.spilled else (next(unheld) or b"")
             batch += b"\n"
             spans.append((batch, len(batch), len(batch) + len(text)))
             batch += text
