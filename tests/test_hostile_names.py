@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from langchain_vaultsearch import FilterRetriever, TieredLexicalRetriever
+from langchain_vaultsearch.vault.saved_notes import SavedNotes
 from langchain_vaultsearch.vault.vault import Vault, decode_note
 from tests.conftest import write_vault
 
@@ -74,3 +76,25 @@ def test_a_folder_symlink_into_a_hidden_folder_is_still_followed(tmp_path: Path)
     (vault / "archive").symlink_to(vault / ".archive", target_is_directory=True)
     retriever = TieredLexicalRetriever(vault_path=str(vault))
     assert [d.metadata["path"] for d in retriever.invoke("airship")] == ["archive/Old.md"]
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [[], ["../out.md"], ["/etc/x.md"], ["C:/x.md"], ["a/../../b.md"], ["a\\..\\b.md"], [""]],
+)
+def test_a_saved_index_naming_paths_outside_the_vault_adopts_only_the_inside_ones(
+    tmp_path: Path, hostile: list[str]
+) -> None:
+    inside = ["Note.md", "Folder/Other.md", "Re: budget.md", "Notes...md"]
+    paths = [*inside, *hostile]
+    count = len(paths)
+    saved = SavedNotes(
+        paths,
+        np.zeros(3 * count, dtype=np.int64),
+        np.zeros(2 * count, dtype=np.float64),
+        np.frombuffer(b"{}" * count, dtype=np.uint8),
+        np.arange(0, 2 * count + 1, 2, dtype=np.int64),
+    )
+    vault = Vault(tmp_path, watch=False)
+    assert vault.adopt(saved) == len(inside)
+    assert saved.live_paths() == inside

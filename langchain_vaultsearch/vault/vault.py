@@ -364,9 +364,10 @@ class Vault:
         with self._lock:
             if self._notes or self._saved is not None:
                 return 0
-            for path in saved.live_paths():
-                # Lexical check only: the next refresh drops records of paths its walk
-                # does not find, symlinks that leave the vault included.
+            paths = saved.live_paths()
+            # Lexical check only: the next refresh drops records of paths its walk does
+            # not find, symlinks that leave the vault included.
+            for path in paths if _may_climb_out(paths) else ():
                 if _relative_parts(path) is None:
                     saved.live[saved.rows[path]] = False
             self._saved = saved
@@ -878,6 +879,16 @@ class Vault:
 def _saved_revision(row: int) -> int:
     """The revision of an adopted row: negative, apart from read notes' and from -1."""
     return -2 - row
+
+
+def _may_climb_out(paths: list[str]) -> bool:
+    """Whether any of the paths needs `_relative_parts`' check, seen in one pass.
+
+    Paths with no backslash, NUL, `..` or `:`, none empty and none starting with `/`, all
+    pass it: checking 100,000 saved paths one by one was 0.4 s of a restart's first query.
+    """
+    joined = "\n" + "\n".join(paths) + "\n"
+    return any(mark in joined for mark in ("\\", "\x00", "..", ":", "\n/", "\n\n"))
 
 
 def _relative_parts(path: str) -> tuple[str, ...] | None:
