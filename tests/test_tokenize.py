@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_vaultsearch.text.tokenize import contains_cjk, fold_accents, tokenize_mixed
+from langchain_vaultsearch.text.tokenize import (
+    contains_cjk,
+    fold_accents,
+    symbol_terms,
+    tokenize_mixed,
+)
 from langchain_vaultsearch.vault.markdown import parse_note
 
 # --------------------------------------------------------------------------- reference §3 table
@@ -299,3 +304,16 @@ def test_lexical_search_and_the_note_parser_agree_on_tags(text: str) -> None:
         parts = tag[1:].split("/")
         expected.update("#" + "/".join(parts[: i + 1]) for i in range(len(parts)))
     assert tokens == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("c# and c++ in F#, g++;", ["c#", "c++", "f#", "g++"]),
+        ("abc# xc++ _c# 1c# é# c+++ c## c#+ a#b", []),
+        ("# Heading\n## c#\n-c# .c++ (c#)", ["c#", "c#", "c++", "c#"]),
+    ],
+)
+def test_language_names_are_a_letter_alone_before_its_mark(text: str, names: list[str]) -> None:
+    """`c#`, `c++`: the letter may not be glued to a word, and nothing word-like may follow."""
+    assert symbol_terms(text.lower()) == names

@@ -55,8 +55,11 @@ _ASCII_SEPARATORS = str.maketrans(
 
 
 # A letter followed by `#` or `++` (C#, F#, C++, G++): the language, not the letter. Kept as
-# a term of its own beside the letter, so "C#" ranks a C# note above a C++ note.
-_LANGUAGE_NAME = re.compile(r"(?<![\w#+])([a-z])(#|\+\+)(?![\w#+])")
+# a term of its own beside the letter, so "C#" ranks a C# note above a C++ note. The mark
+# is searched for and the letter before it checked: a pattern starting with the letter
+# (and a look-behind) tried every position of every note with a heading (7% of indexing).
+_LANGUAGE_MARK = re.compile(r"(?:#|\+\+)(?![\w#+])")
+_GLUED = re.compile(r"[\w#+]")
 # Emoji and pictographs: not word characters, yet what a note about "🚀 launches" is
 # found by. Each is a term of its own.
 _EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u2300-\u23ff\u3030\u303d]")
@@ -66,7 +69,11 @@ def symbol_terms(lowered: str) -> list[str]:
     """Language names (`c#`, `c++`) and emoji, which the word splitting drops."""
     terms: list[str] = []
     if "#" in lowered or "+" in lowered:
-        terms.extend(letter + mark for letter, mark in _LANGUAGE_NAME.findall(lowered))
+        for match in _LANGUAGE_MARK.finditer(lowered):
+            at = match.start()
+            letter = lowered[at - 1] if at else ""
+            if "a" <= letter <= "z" and (at < 2 or not _GLUED.match(lowered, at - 2)):
+                terms.append(letter + match.group())
     if not lowered.isascii():
         terms.extend(_EMOJI.findall(lowered))
     return terms
