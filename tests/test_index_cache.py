@@ -30,6 +30,7 @@ from langchain_vaultsearch.search.core import SearchCore
 from langchain_vaultsearch.search.index_cache import index_path, load_index
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from langchain_vaultsearch.search.memory_budget import MemoryBudget
+from langchain_vaultsearch.vault import saved_notes as saved_notes_module
 from langchain_vaultsearch.vault import vault as vault_module
 from langchain_vaultsearch.vault.markdown import Heading, Link, ParsedNote, parse_note
 from langchain_vaultsearch.vault.note_records import (
@@ -610,3 +611,26 @@ def test_decoded_records_stay_within_their_share(tmp_path: Path, limit: int, kep
     assert all(record is not None for record in records)  # decoded, whatever is kept
     assert vault._saved is not None
     assert len(vault._saved._decoded) == kept
+
+
+def test_candidates_with_cached_chunks_are_not_decoded_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(40))
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
+    monkeypatch.setattr(saved_notes_module, "_DECODED_PER_BYTE", 1 << 40)  # none kept decoded
+    decoded: list[str] = []
+    original = saved_notes_module.parse_record
+
+    def counting(record: dict[str, Any]) -> Any:
+        decoded.append(record["path"])
+        return original(record)
+
+    monkeypatch.setattr(saved_notes_module, "parse_record", counting)
+    core = SearchCore(Vault(root), policy=SMALL)
+    first = results(core)
+    decoded_first = len(decoded)
+    assert decoded_first >= 40  # every candidate of "walrus", decoded to be chunked
+    assert results(core) == first
+    # Only what the boosts read of the best notes; the candidates' chunks come cached.
+    assert len(decoded) - decoded_first < 40

@@ -81,14 +81,25 @@ class ChunkCache:
         )
         self._lock = threading.Lock()
 
+    def cached(self, path: str, stamp: tuple[float, int, int]) -> list[IndexedChunk] | None:
+        """A note's chunks if cached for the note in this state (`Vault.content_stamp`).
+
+        The chunks were made from a record checked against the note, or from the note
+        itself, in this state: its record need not be decoded again to use them.
+        """
+        with self._lock:
+            cached = self._cache.get(path)
+            if cached is None or cached[0] != stamp:
+                return None
+            self._cache.move_to_end(path)
+            return cached[1]
+
     def chunks_for(self, info: NoteInfo) -> list[IndexedChunk]:
         """The indexed chunks of a note, from cache when the note has not changed."""
         stamp = (info.mtime_ms, info.size, info.changed_ns)
-        with self._lock:
-            cached = self._cache.get(info.path)
-            if cached is not None and cached[0] == stamp:
-                self._cache.move_to_end(info.path)
-                return cached[1]
+        cached = self.cached(info.path, stamp)
+        if cached is not None:
+            return cached
         read = read_chunks(self._vault, info, self._max_chars)
         chunks = [] if read is None else self._index(info, *read)
         cost = sum(_cost(indexed) for indexed in chunks)

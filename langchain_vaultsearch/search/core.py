@@ -308,8 +308,11 @@ class SearchCore:
         index = self.index
         chunks = []
         for path in paths:
-            info = index.note(path)
-            if info is not None:
+            stamp = self.vault.content_stamp(path)
+            cached = None if stamp is None else self.chunks.cached(path, stamp)
+            if cached is not None:
+                chunks.extend(cached)
+            elif (info := index.note(path)) is not None:
                 chunks.extend(self.chunks.chunks_for(info))
         vocabulary = index.recall.vocabulary if index.index_ready else _vocabulary_of(chunks)
         hits = rank_chunks(chunks, terms, vocabulary, limit)
