@@ -234,18 +234,23 @@ class Vault:
         self, walked: Iterator[tuple[str, str, os.stat_result | None]], keep_text: bool
     ) -> VaultChanges:
         """Load what changed and drop what is gone (`stat` None: known unchanged)."""
-        seen: dict[str, tuple[str, os.stat_result | None]] = {}
+        # Only the paths are kept of notes whose stamp did not move: holding every note's
+        # stat result and absolute path until the walk ended left ~120 MB of freed but
+        # scattered heap in a process that adopted 100,480 saved notes.
+        seen: set[str] = set()
+        moved: dict[str, tuple[str, os.stat_result, Stamp]] = {}
         for rel, abs_path, stat in walked:
-            seen[rel] = (abs_path, stat)
-        updated: list[tuple[NoteInfo, str]] = []
-        unreadable: set[str] = set()
-        for rel, (abs_path, stat) in seen.items():
+            seen.add(rel)
+            moved.pop(rel, None)
             if stat is None:
                 continue
             stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
+            if self._stamp_of(rel) != stamp:
+                moved[rel] = (abs_path, stat, stamp)
+        updated: list[tuple[NoteInfo, str]] = []
+        unreadable: set[str] = set()
+        for rel, (abs_path, stat, stamp) in moved.items():
             known = self._stamp_of(rel)
-            if known == stamp:
-                continue
             if known is not None and known[:2] == stamp[:2] and self._same_text(rel, abs_path):
                 self._restamp(rel, stamp)  # its attributes changed, not its text
                 continue
