@@ -573,7 +573,7 @@ def test_memory_budget_shares_and_bad_values() -> None:
     assert budget.total_bytes == 512 * 1024 * 1024
     assert budget.scan_text_bytes == 128 * 1024 * 1024
     assert budget.chunk_cache_bytes == 192 * 1024 * 1024
-    assert budget.decoded_records_bytes == 48 * 1024 * 1024
+    assert budget.decoded_records_bytes == 16 * 1024 * 1024
     assert budget.mapped_bytes == 32 * 1024 * 1024
     with pytest.raises(ValueError, match="at least 64"):
         MemoryBudget.from_mb(63)

@@ -28,14 +28,17 @@ class MemoryBudget:
     Attributes:
         total_bytes: the whole budget.
         scan_text_bytes: lowercased note text held while searches scan (a quarter): the
-            notes beyond it are read again by each search until the index is ready.
+            notes beyond it go to a temporary file each search reads back until the index
+            is ready.
         chunk_cache_bytes: chunks and terms of ranked notes (three eighths: 192 MB of
             512). Thirty queries over 100,000 notes rank ~6,000 notes; with a cache smaller
             than those, repeating the queries chunks them all again (warm p95 480 ms at 128
             MB, 50 ms at 192 MB on the help vault copied 16 times).
-        decoded_records_bytes: note records of the saved index decoded for the queries'
-            candidates (three thirty-seconds: 48 MB of 512; fewer decoded again every
-            repeated query's candidates, see `saved_notes.DECODED_CACHE_BYTES`).
+        decoded_records_bytes: note records of the saved index decoded for the notes a
+            query must chunk, boost or return (a thirty-second: 16 MB of 512). Candidates
+            whose chunks are cached are not decoded (`Vault.content_stamp`); 48 MB, which
+            the candidates needed before, held 3,492 records nothing read again (restart
+            peak at 100,480 notes 386 -> 359 MB, warm p95 the same).
         mapped_bytes: pages of the saved index a process may keep resident before it lets
             them go (a sixteenth); they stay in the page cache, so reading them again
             costs no disk access.
@@ -64,7 +67,7 @@ class MemoryBudget:
             msg = f"memory_budget_mb must be at least {MIN_MEMORY_BUDGET_MB}, got {megabytes}"
             raise ValueError(msg)
         total = megabytes * _MB
-        return cls(total, total // 4, total * 3 // 8, total * 3 // 32, total // 16)
+        return cls(total, total // 4, total * 3 // 8, total // 32, total // 16)
 
 
 class ResidentPages:

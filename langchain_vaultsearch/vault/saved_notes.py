@@ -31,10 +31,10 @@ from langchain_vaultsearch.vault.note_records import (
 
 logger = logging.getLogger(__name__)
 
-DECODED_CACHE_BYTES = 48 * 1024 * 1024
-"""Decoded records kept by default, by estimated size: the candidates of a few dozen
-queries. With 1,024 records (a fifth of 30 queries' candidates on the 6,280-note help vault)
-every repeated query decoded its 200 candidates again: warm p50 6 -> 12.5 ms."""
+DECODED_CACHE_BYTES = 16 * 1024 * 1024
+"""Decoded records kept by default, by estimated size (`MemoryBudget.decoded_records_bytes`
+at the default budget): the notes a few dozen queries chunk, boost and return. Candidates
+whose chunks are cached are not decoded at all (`Vault.content_stamp`)."""
 _DECODED_PER_BYTE = 6
 """A decoded record's size per byte of its JSON (tuples, dataclasses, strings)."""
 
