@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -113,6 +114,19 @@ class SavedNotes:
         """`(mtime_ns, size, ctime_ns)` of the file a row's record was made from."""
         mtime_ns, size, ctime_ns = self._stamps[row].tolist()
         return mtime_ns, size, ctime_ns
+
+    def moved(self, rows: array[int], stamps: array[int]) -> list[int]:
+        """Where the given stamps differ from their rows' (positions in `rows`).
+
+        Args:
+            rows: row numbers (typecode `q`).
+            stamps: each row's stamp now, flattened (three `q` items a row).
+        """
+        if not rows:
+            return []
+        held = self._stamps[np.frombuffer(rows, dtype=np.int64)]
+        given = np.frombuffer(stamps, dtype=np.int64).reshape(len(rows), 3)
+        return np.flatnonzero((held != given).any(axis=1)).tolist()
 
     def set_stamp(self, row: int, stamp: Stamp) -> None:
         """A note's attributes changed but not its text: its record stays."""
