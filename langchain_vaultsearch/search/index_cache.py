@@ -250,6 +250,7 @@ def load_index(
             vocabulary=typed_array(data, "terms", np.uint8).tobytes(),
             body=postings_from(data, "body"),
             meta=postings_from(data, "meta"),
+            release=archive.release_pages,
         )
         saved = SavedNotes(
             paths,
