@@ -210,7 +210,11 @@ class LoadedIndex(NamedTuple):
 
 
 def load_index(
-    vault: Vault, path: Path | None = None, decoded_cache_bytes: int = DECODED_CACHE_BYTES
+    vault: Vault,
+    path: Path | None = None,
+    decoded_cache_bytes: int = DECODED_CACHE_BYTES,
+    *,
+    built_here: bool = False,
 ) -> LoadedIndex | None:
     """Open a saved index; a vault that has not been scanned yet adopts its note records.
 
@@ -222,6 +226,11 @@ def load_index(
         vault: the vault the index was saved from.
         path: the file to read; the vault's `index_path` by default.
         decoded_cache_bytes: how much memory the records decoded for queries may keep.
+        built_here: the file is what this process's own index build just wrote from the
+            notes, so its records need no check against them (`Vault.get` checks each
+            adopted record the first time, since a saved file is anyone's input; after a
+            background build that check read and parsed every new candidate of the first
+            searches again: warm p95 85 ms on the 6,280-note help vault).
 
     Returns:
         The index, or None when there is no usable saved index (missing, from another
@@ -260,6 +269,7 @@ def load_index(
             typed_array(data, "note_record_offsets", np.int64),
             decoded_cache_bytes=decoded_cache_bytes,
         )
+        saved.verified[:] = built_here
         aliases = header["aliases"]
         if not isinstance(aliases, dict):
             msg = "the aliases are not a JSON object"

@@ -150,13 +150,15 @@ class LexicalIndex:
         files = self.vault.list_files()
         return files if len(files) >= threshold else None
 
-    def _restore(self, path: Path | None = None) -> bool:
+    def _restore(self, path: Path | None = None, *, built_here: bool = False) -> bool:
         """Load a saved index (lock held); False when there is none to load.
 
         When the vault was refreshed by another reader first, the notes the index is not
         current for are indexed again here.
         """
-        loaded = load_index(self.vault, path, self.budget.decoded_records_bytes)
+        loaded = load_index(
+            self.vault, path, self.budget.decoded_records_bytes, built_here=built_here
+        )
         if loaded is None:
             return False
         self.recall, indexed, self._pages = loaded
@@ -201,7 +203,7 @@ class LexicalIndex:
             written = build_index_file(self.vault, target, self.policy.build_processes)
             with self.lock:
                 self._scan = None
-                if not self._restore(written):
+                if not self._restore(written, built_here=True):
                     msg = f"the index written to {written} could not be loaded"
                     raise IndexBuildError(msg)
                 self._unsaved_notes = 0 if written == target else len(self.feed.applied)
