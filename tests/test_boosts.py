@@ -6,6 +6,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langchain_vaultsearch.search.bm25 import LexicalHit
 from langchain_vaultsearch.search.boosts import (
@@ -16,6 +18,7 @@ from langchain_vaultsearch.search.boosts import (
 )
 from langchain_vaultsearch.search.chunk_cache import IndexedChunk
 from langchain_vaultsearch.text.chunking import Chunk
+from langchain_vaultsearch.vault.link_graph import LinkGraph
 from langchain_vaultsearch.vault.vault import Vault
 
 
@@ -327,3 +330,27 @@ def test_custom_cap(tmp_path: Path) -> None:
     connections = apply_graph_boost(hits, vault, GraphBoostConfig(max_boost=1.01))
     assert connections["B.md"]["boostMultiplier"] == 1.01
     assert hits[1].score == 1.01
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 11), max_size=6), min_size=2, max_size=12),
+    st.sets(st.integers(0, 11), max_size=8),
+)
+@settings(max_examples=200, deadline=None)
+def test_co_citations_are_the_links_of_every_note_linking_to_one(
+    links: list[list[int]], among: set[int]
+) -> None:
+    """`co_cited` gathers over the rows what the outlinks of each backlink would give."""
+    paths = [f"N{i}.md" for i in range(len(links))]
+    graph = LinkGraph.from_links(
+        {path: number for number, path in enumerate(paths)},
+        {},
+        ([f"N{t}" for t in targets] for targets in links),
+    )
+    wanted = {f"N{i}.md" for i in among}
+    for path in paths:
+        expected: set[str] = set()
+        for source in graph.backlinks(path):
+            expected |= graph.outlinks(source) & wanted
+        expected.discard(path)
+        assert graph.co_cited(path, wanted) == expected

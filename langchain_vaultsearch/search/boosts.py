@@ -7,7 +7,7 @@ happens after normalisation.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -101,8 +101,8 @@ class NoteGraph(Protocol):
     def backlinks(self, path: str) -> frozenset[str]:
         """Notes linking to `path`."""
 
-    def outlinks(self, path: str) -> frozenset[str]:
-        """Notes `path` links to."""
+    def co_cited(self, path: str, among: Collection[str]) -> set[str]:
+        """The notes of `among`, other than `path`, that a note linking to `path` links to."""
 
     def tags(self, path: str) -> Sequence[str]:
         """The note's tags."""
@@ -133,10 +133,7 @@ def apply_graph_boost(
     for path in candidates:
         sources = graph.backlinks(path)
         backlinks = len(sources & candidate_set)
-        cited_together: set[str] = set()
-        for source in sources:
-            cited_together |= graph.outlinks(source) & candidate_set
-        cited_together.discard(path)
+        cited_together = graph.co_cited(path, candidate_set)
         shared = sum(1 for other in candidates if other != path and tags[path] & tags[other])
         score = (
             config.backlink_weight * backlinks

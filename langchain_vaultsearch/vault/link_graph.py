@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -143,6 +143,30 @@ class LinkGraph:
     def outlinks(self, path: str) -> frozenset[str]:
         """Paths of the notes `path` links to (resolved; unresolved links dropped)."""
         return self._row(self._out, path)
+
+    def co_cited(self, path: str, among: Collection[str]) -> set[str]:
+        """The notes of `among`, other than `path`, that a note linking to `path` links to.
+
+        Computed in note numbers over the rows: a hub's thousands of backlinks cost one
+        gather, where a set of paths per linking note cost 77 ms of a query that ranked a
+        hub among 100,000 notes.
+        """
+        number = self._numbers.get(path)
+        if number is None:
+            return set()
+        back_offsets, back_targets = self._back
+        sources = back_targets[back_offsets[number] : back_offsets[number + 1]].astype(np.int64)
+        offsets, targets = self._out
+        starts = offsets[sources]
+        lengths = offsets[sources + 1] - starts
+        total = int(lengths.sum())
+        if total == 0:
+            return set()
+        # Every outlink position of every source: each source's start, then consecutive.
+        positions = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        wanted = [n for other in among if (n := self._numbers.get(other)) is not None]
+        found = np.intersect1d(targets[positions], np.array(wanted, dtype=targets.dtype))
+        return {self._paths[i] for i in found.tolist() if i != number}
 
     def _row(self, rows: Rows, path: str) -> frozenset[str]:
         number = self._numbers.get(path)

@@ -21,7 +21,7 @@ import threading
 import time
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -892,6 +892,10 @@ class Vault:
     def outlinks(self, path: str) -> frozenset[str]:
         """Paths of the notes `path` links to (resolved; unresolved links dropped)."""
         return self._link_graph().outlinks(path)
+
+    def co_cited(self, path: str, among: Collection[str]) -> set[str]:
+        """The notes of `among` that a note linking to `path` also links to."""
+        return self._link_graph().co_cited(path, among)
 
     def resolve(self, name: str) -> str | None:
         """Resolve a link target to a note path the way Obsidian does.
