@@ -30,7 +30,7 @@ import tempfile
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -49,7 +49,7 @@ _MIN_PREFIX = 3
 _Span = tuple[bytes | bytearray, int, int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _ScannedNote:
     """One note as the scan sees it: lowercased text and path (without `.md`).
 
@@ -200,7 +200,7 @@ class ScanRecall:
                 # Its place in the listing's order, which ties in ranking follow.
                 self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
             texts = self._read_all((abs_path, stamp) for _, abs_path, stamp, _ in wanted)
-            for (path, _abs_path, stamp, _meta), text in zip(wanted, texts, strict=True):
+            for (path, abs_path, stamp, meta), text in zip(wanted, texts, strict=True):
                 self._held_bytes -= stamp[1]
                 if text is None:
                     del self._notes[path]
@@ -210,9 +210,7 @@ class ScanRecall:
                 start = len(buffer)
                 buffer += text
                 self._held_bytes += len(text)
-                self._notes[path] = replace(
-                    self._notes[path], buffer=buffer, start=start, end=len(buffer)
-                )
+                self._notes[path] = _ScannedNote(stamp, buffer, start, len(buffer), meta, abs_path)
             if beyond:
                 self._spill_notes(beyond)
 
@@ -240,12 +238,15 @@ class ScanRecall:
                 exc,
             )
             return
-        for path, where in zip(paths, placed, strict=True):
+        # Made anew rather than `dataclasses.replace`d: 0.6 s of a first search at 100,000 notes.
+        for note, path, where in zip(notes, paths, placed, strict=True):
             if where is None:
                 del self._notes[path]  # gone or unreadable since it was listed
             else:
                 start, end = where
-                self._notes[path] = replace(self._notes[path], start=start, end=end, spilled=True)
+                self._notes[path] = _ScannedNote(
+                    note.stamp, None, start, end, note.meta, note.file, spilled=True
+                )
 
     def _forget(self, path: str) -> None:
         """Drop a note (lock held); its text stays in its buffer until the buffer goes."""
