@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from langchain_vaultsearch.vault import vault as vault_module
+from langchain_vaultsearch.vault.markdown import ParsedNote
+
 SAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "sample-vault"
 
 NOTES = {
@@ -64,3 +67,17 @@ def touch() -> Callable[[Path, str, int], None]:
         os.utime(path, ns=(stamp, stamp))
 
     return _touch
+
+
+@pytest.fixture
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
+    """Count notes the vault reads and parses from disk."""
+    reads = [0]
+    original = vault_module.parse_note
+
+    def counting(text: str) -> ParsedNote:
+        reads[0] += 1
+        return original(text)
+
+    monkeypatch.setattr(vault_module, "parse_note", counting)
+    return lambda: reads[0]

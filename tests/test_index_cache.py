@@ -31,7 +31,6 @@ from langchain_vaultsearch.search.index_cache import index_path, load_index
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from langchain_vaultsearch.search.memory_budget import MemoryBudget
 from langchain_vaultsearch.vault import saved_notes as saved_notes_module
-from langchain_vaultsearch.vault import vault as vault_module
 from langchain_vaultsearch.vault.markdown import Heading, Link, ParsedNote, parse_note
 from langchain_vaultsearch.vault.note_records import (
     NotPortableError,
@@ -59,20 +58,6 @@ def notes(count: int) -> dict[str, str | bytes]:
 
 SMALL = IndexPolicy(persist_min_notes=10, save_after_notes=1)
 """Save even small test vaults, after any number of newly read notes."""
-
-
-@pytest.fixture
-def count_reads(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
-    """Count notes the vault reads and parses from disk."""
-    reads = [0]
-    original = vault_module.parse_note
-
-    def counting(text: str) -> ParsedNote:
-        reads[0] += 1
-        return original(text)
-
-    monkeypatch.setattr(vault_module, "parse_note", counting)
-    return lambda: reads[0]
 
 
 def saved_arrays(path: Path) -> dict[str, npt.NDArray[Any]]:

@@ -21,8 +21,6 @@ from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.search.vault_documents import apply_changes
-from langchain_vaultsearch.vault import vault as vault_module
-from langchain_vaultsearch.vault.markdown import ParsedNote
 from langchain_vaultsearch.vault.vault import Vault
 from tests.conftest import SAMPLE_VAULT, write_vault
 
@@ -485,23 +483,16 @@ def test_a_term_is_found_within_one_note_never_across_two_or_in_a_forgotten_one(
 
 
 def test_records_the_background_build_wrote_are_trusted_at_the_handover(
-    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+    vault_dir: Path, count_reads: Callable[[], int]
 ) -> None:
     """This process's own build read the notes moments ago: its records are not read and
     parsed again to check them, as the records of a saved index another process opens are."""
     retriever = TieredLexicalRetriever(index_policy=BACKGROUND_SAVED, vault_path=str(vault_dir))
     assert retriever.invoke("zeppelin")
     assert retriever.wait_for_index(timeout=30)
-    parsed: list[str] = []
-    original = vault_module.parse_note
-
-    def counting(text: str) -> ParsedNote:
-        parsed.append(text)
-        return original(text)
-
-    monkeypatch.setattr(vault_module, "parse_note", counting)
+    before = count_reads()
     assert retriever.invoke("OAuth deploy")
-    assert parsed == []
+    assert count_reads() == before
     restarted = TieredLexicalRetriever(index_policy=BACKGROUND_SAVED, vault_path=str(vault_dir))
     assert restarted.invoke("OAuth deploy")
-    assert parsed  # a saved index opened by another process is checked note by note
+    assert count_reads() > before  # a saved index another process opens is checked note by note
