@@ -393,8 +393,12 @@ class SpillFile:
         self._written += len(self._pending)
         self._pending = bytearray()
 
-    def read(self, ranges: Iterable[tuple[int, int]]) -> Iterator[bytes]:
-        """The texts at `ranges` (mostly ascending: read a block at a time)."""
+    def read(self, ranges: Iterable[tuple[int, int]]) -> Iterator[_Span]:
+        """The texts at `ranges`, as spans of the blocks read (a block at a time).
+
+        The ranges mostly ascend; the texts are searched where they lie in the block,
+        not copied out of it and into a batch buffer again.
+        """
         block = b""
         low = 0
         for start, end in ranges:
@@ -403,7 +407,7 @@ class SpillFile:
                 with self._lock:
                     self._file.seek(start)
                     block = self._file.read(max(STREAM_BATCH_BYTES, end - start))
-            yield block[start - low : end - low]
+            yield block, start - low, end - low
 
 
 READ_AHEAD_NOTES = 64
@@ -476,9 +480,9 @@ def _text_batches(
 ) -> Iterator[tuple[int, list[_Span]]]:
     """The notes' texts as spans, in order, in batches: `(first note's index, spans)`.
 
-    Held texts are spans of their buffers; the others are read (from the spill file, or
-    from the vault by `read_all`, in order) into a batch buffer of about
-    `STREAM_BATCH_BYTES` that the next batch replaces.
+    Held texts are spans of their buffers, spilled ones spans of the blocks read from the
+    spill file; the others are read from the vault (`read_all`, in order) into a batch
+    buffer. A batch ends after about `STREAM_BATCH_BYTES` of texts read.
     """
     unheld = read_all((n.file, n.stamp) for n in notes if n.buffer is None and not n.spilled)
     spilled = (
@@ -487,18 +491,23 @@ def _text_batches(
     first = 0
     spans: list[_Span] = []
     batch = bytearray()
+    spilled_bytes = 0
     for note in notes:
         if note.buffer is not None:
             spans.append((note.buffer, note.start, note.end))
+        elif note.spilled:
+            span = next(spilled)
+            spans.append(span)
+            spilled_bytes += span[2] - span[1]
         else:
-            text = next(spilled) if note.spilled else (next(unheld) or b"")
+            text = next(unheld) or b""
             batch += b"\n"
             spans.append((batch, len(batch), len(batch) + len(text)))
             batch += text
-        if len(batch) >= STREAM_BATCH_BYTES:
+        if len(batch) + spilled_bytes >= STREAM_BATCH_BYTES:
             yield first, spans
             first += len(spans)
-            spans, batch = [], bytearray()
+            spans, batch, spilled_bytes = [], bytearray(), 0
     if spans:
         yield first, spans
 
