@@ -96,7 +96,7 @@ class ChunkCache:
 
     def chunks_for(self, info: NoteInfo) -> list[IndexedChunk]:
         """The indexed chunks of a note, from cache when the note has not changed."""
-        stamp = (info.mtime_ms, info.size, info.changed_ns)
+        stamp = info.content_stamp
         cached = self.cached(info.path, stamp)
         if cached is not None:
             return cached

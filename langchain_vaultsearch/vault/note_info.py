@@ -38,6 +38,11 @@ class NoteInfo:
     changed_ns: int = 0
 
     @property
+    def content_stamp(self) -> tuple[float, int, int]:
+        """`(mtime_ms, size, changed_ns)`: what tells whether the file is the one read."""
+        return self.mtime_ms, self.size, self.changed_ns
+
+    @property
     def folder(self) -> str:
         """The note's folder, `""` for the vault root."""
         return folder_of(self.path)

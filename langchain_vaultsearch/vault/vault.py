@@ -726,11 +726,7 @@ class Vault:
             return None
         text, (mtime_ns, size, ctime_ns) = read
         # `info` may not be in the records (see `peek`): its own stamp tells.
-        return text, (mtime_ns / 1e6, size, ctime_ns) == (
-            info.mtime_ms,
-            info.size,
-            info.changed_ns,
-        )
+        return text, (mtime_ns / 1e6, size, ctime_ns) == info.content_stamp
 
     def _read_stamped(self, path: str) -> tuple[str, Stamp] | None:
         """A note's text and the `(mtime_ns, size, ctime_ns)` of the file it was read from."""
@@ -800,7 +796,7 @@ class Vault:
         """
         info = self._notes.get(path)
         if info is not None:
-            return info.mtime_ms, info.size, info.changed_ns
+            return info.content_stamp
         saved = self._saved
         row = None if saved is None else saved.row(path)
         if saved is None or row is None:
