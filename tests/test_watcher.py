@@ -18,6 +18,7 @@ import pytest
 from langchain_vaultsearch import Vault
 from langchain_vaultsearch.vault import vault as vault_module
 from langchain_vaultsearch.vault import watcher as watcher_module
+from langchain_vaultsearch.vault.note_files import NoteFiles
 from langchain_vaultsearch.vault.note_info import VaultChanges
 from langchain_vaultsearch.vault.watcher import IN_Q_OVERFLOW, FolderWatcher
 from tests.conftest import write_vault
@@ -488,3 +489,47 @@ def test_a_refresh_that_fails_midway_loses_no_change(
             vault.refresh()
     assert summary(vault.refresh()) == ({"Inbox.md"}, set())
     assert vault.watching
+
+
+@needs_inotify
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_watched_note_files_stay_the_walked_listing(root: Path, name: str) -> None:
+    scenario = SCENARIOS[name]
+    vault = Vault(root, **scenario.options)  # type: ignore[arg-type]
+    files = NoteFiles(vault)
+    assert files.current() == vault.list_files()
+    for step in scenario.steps:
+        step.change(root)
+        assert files.current() == vault.list_files()
+
+
+@needs_inotify
+def test_note_files_stat_only_the_edited_note_after_the_first_walk(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = NoteFiles(Vault(root))
+    listed = files.current()
+    calls = count_stats(monkeypatch)
+    assert files.current() == listed
+    assert calls == []
+    edit(root / "Projects/Beta/Notes.md", "edited\n")
+    calls.clear()
+    after = files.current()
+    assert calls == [str(root / "Projects/Beta/Notes.md")]
+    assert after["Projects/Beta/Notes.md"][1] != listed["Projects/Beta/Notes.md"][1]
+    assert {path: stamp for path, stamp in after.items() if path != "Projects/Beta/Notes.md"} == {
+        path: stamp for path, stamp in listed.items() if path != "Projects/Beta/Notes.md"
+    }
+
+
+@pytest.mark.parametrize("how", ["unwatched vault", "symlinked note"])
+def test_note_files_walk_each_time_when_events_cannot_cover_the_vault(
+    root: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    if how == "symlinked note":
+        os.symlink(root / "Inbox.md", root / "Projects" / "Inbox link.md")
+    files = NoteFiles(Vault(root, watch=how != "unwatched vault"))
+    first = files.current()
+    calls = count_stats(monkeypatch)
+    assert files.current() == first
+    assert len([call for call in calls if call.endswith(".md")]) == len(first)

@@ -33,8 +33,8 @@ from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.search.vault_documents import apply_changes
 from langchain_vaultsearch.vault.change_feed import ChangeFeed
+from langchain_vaultsearch.vault.note_files import NoteFiles
 from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
-from langchain_vaultsearch.vault.note_records import Stamp
 from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -142,13 +142,13 @@ class LexicalIndex:
             if len(changes.updated) >= self.policy.freeze_after_notes:
                 _freeze_long_lived_objects()
 
-    def _files_to_scan(self) -> dict[str, tuple[str, Stamp]] | None:
+    def _files_to_scan(self) -> NoteFiles | None:
         """A never-indexed large vault's files: scanned until the background build is in."""
         threshold = self.policy.background_build_notes
         if threshold <= 0 or self.feed.started or self._builder is not None or self.vault.notes:
             return None
-        files = self.vault.list_files()
-        return files if len(files) >= threshold else None
+        files = NoteFiles(self.vault)
+        return files if len(files.current()) >= threshold else None
 
     def _restore(self, path: Path | None = None, *, built_here: bool = False) -> bool:
         """Load a saved index (lock held); False when there is none to load.

@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
+from langchain_vaultsearch.vault.note_files import NoteFiles
 from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of
 from langchain_vaultsearch.vault.note_records import Stamp
 from langchain_vaultsearch.vault.vault import Vault, decode_note
@@ -144,14 +145,14 @@ class ScanRecall:
     def __init__(
         self,
         vault: Vault,
-        files: dict[str, tuple[str, Stamp]] | None = None,
+        files: NoteFiles | None = None,
         text_budget_bytes: int | None = None,
     ) -> None:
         """Read every note of the vault (no parsing).
 
         Args:
             vault: the notes; it is not refreshed, so its records stay as they were.
-            files: `vault.list_files()` when the caller has just listed them.
+            files: the vault's note files, when the caller has listed them already.
             text_budget_bytes: how much lowercased text to hold in memory; the notes
                 beyond it go to a temporary file (`SpillFile`) every search reads back (a
                 100,000-note vault has ~500 MB of text). None holds all of it.
@@ -163,19 +164,15 @@ class ScanRecall:
         self._notes: dict[str, _ScannedNote] = {}
         self._peeked: dict[str, NoteInfo] = {}
         self._lock = threading.Lock()
-        self.refresh(files)
+        self._files = files or NoteFiles(vault)
+        self.refresh()
 
     def __len__(self) -> int:
         return len(self._notes)
 
-    def refresh(self, files: dict[str, tuple[str, Stamp]] | None = None) -> None:
-        """Read the notes added or changed since the last refresh and forget removed ones.
-
-        Args:
-            files: `vault.list_files()` when the caller has just listed them.
-        """
-        if files is None:
-            files = self._vault.list_files()
+    def refresh(self) -> None:
+        """Read the notes added or changed since the last refresh and forget removed ones."""
+        files = self._files.current()
         with self._lock:
             for gone in self._notes.keys() - files.keys():
                 self._forget(gone)
@@ -313,31 +310,29 @@ class ScanRecall:
             notes = list(self._notes.values())
         if not paths or limit <= 0:
             return []
-        searches = []
+        searches: list[_Search] = []
         for term in dict.fromkeys(t.strip().lower() for t in recall_terms if t.strip()):
-            needles = [_Needle(token) for token in tokenize_mixed(term)]
-            if needles:
+            tokens = tokenize_mixed(term)
+            if tokens:
                 # A joined word ("next.js" -> next, js, nextjs) is also found as typed.
-                searches.append((needles, [_Needle(term)] if len(needles) > 1 else []))
+                searches.append(_Search(tokens, term if len(tokens) > 1 else None))
+        # The query, its variants and its salient terms share words: each is searched for
+        # once (a three-word query searched the text 14 times for 4 words).
+        needles = {token: _Needle(token) for search in searches for token in search.tokens}
         bodies = np.zeros((len(searches), len(paths)), dtype=np.bool_)
         for first, spans in _text_batches(notes, self._read_all, self._spill):
-            runs = _runs(spans)
-            for row, (needles, as_typed) in enumerate(searches):
-                held = _holding_all(runs, len(spans), needles)
-                if as_typed:
-                    held |= _holding_all(runs, len(spans), as_typed)
-                bodies[row, first : first + len(spans)] = held
-        metas = _runs(_laid_out(note.meta for note in notes))
+            found = _found(_runs(spans), len(spans), needles)
+            for row, search in enumerate(searches):
+                bodies[row, first : first + len(spans)] = search.held(found)
+        metas = _found(_runs(_laid_out(note.meta for note in notes)), len(paths), needles)
         scores = np.zeros(len(paths), dtype=np.float64)
-        for (needles, as_typed), body in zip(searches, bodies, strict=True):
-            meta = _holding_all(metas, len(paths), needles)
-            if as_typed:
-                meta |= _holding_all(metas, len(paths), as_typed)
+        for search, body in zip(searches, bodies, strict=True):
+            meta = search.held(metas)
             either = body | meta
-            found = int(either.sum())
-            if found == 0:
+            found_in = int(either.sum())
+            if found_in == 0:
                 continue
-            idf = math.log(1.0 + (len(paths) - found + 0.5) / (found + 0.5))
+            idf = math.log(1.0 + (len(paths) - found_in + 0.5) / (found_in + 0.5))
             scores += idf * either + idf * meta
         order = np.argsort(-scores, kind="stable")[:limit]
         return [(paths[i], float(scores[i])) for i in order.tolist() if scores[i] > 0.0]
@@ -512,12 +507,32 @@ def _text_batches(
         yield first, spans
 
 
-def _holding_all(runs: list[_Run], count: int, needles: list[_Needle]) -> npt.NDArray[np.bool_]:
-    """Which of `count` texts hold every needle (a phrase's words; a single term's one)."""
-    mask = np.ones(count, dtype=np.bool_)
-    for needle in needles:
-        found = np.zeros(count, dtype=np.bool_)
+@dataclass(frozen=True)
+class _Search:
+    """One recall term: the texts holding all its tokens match, or, when set, `as_typed`."""
+
+    words: list[str]
+    as_typed: str | None
+
+    @property
+    def tokens(self) -> list[str]:
+        """Every string searched for."""
+        return self.words if self.as_typed is None else [*self.words, self.as_typed]
+
+    def held(self, found: dict[str, npt.NDArray[np.bool_]]) -> npt.NDArray[np.bool_]:
+        """Which texts match, from which texts hold each token (`_found`)."""
+        held = np.logical_and.reduce([found[word] for word in self.words])
+        return held if self.as_typed is None else held | found[self.as_typed]
+
+
+def _found(
+    runs: list[_Run], count: int, needles: dict[str, _Needle]
+) -> dict[str, npt.NDArray[np.bool_]]:
+    """Which of `count` texts hold each needle, by its token."""
+    found = {}
+    for token, needle in needles.items():
+        held = np.zeros(count, dtype=np.bool_)
         for run in runs:
-            needle.mark(run, found)
-        mask &= found
-    return mask
+            needle.mark(run, held)
+        found[token] = held
+    return found

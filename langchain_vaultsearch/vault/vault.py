@@ -570,25 +570,45 @@ class Vault:
         Returns:
             Vault-relative path -> (absolute path, (mtime_ns, size, ctime_ns)).
         """
+        return self.walk_files(None)[0]
+
+    def walk_files(
+        self, watcher: FolderWatcher | None
+    ) -> tuple[dict[str, tuple[str, Stamp]], bool]:
+        """`list_files`, putting a watch on each folder before listing it.
+
+        Args:
+            watcher: where the watches go (`note_files.NoteFiles`); None sets none.
+
+        Returns:
+            The files, and whether the watcher's events report every change to them:
+            False when a watch could not be set, or a folder or note is a symlink or a
+            note has other hard links (an edit made through another path is reported
+            for that path, if at all).
+        """
         root = str(self.root)
         visited = {root}
         stack = [(root, "")]
         found: dict[str, tuple[str, Stamp]] = {}
+        covered = watcher is not None
         while stack:
             abs_dir, rel_dir = stack.pop()
+            covered = covered and watcher is not None and watcher.add(abs_dir)
             folders, files = self._folder_entries(abs_dir, rel_dir)
-            for rel, abs_path, _is_link in files:
+            for rel, abs_path, is_link in files:
                 try:
                     stat = os.stat(abs_path)
                 except OSError:
                     continue
+                covered = covered and not is_link and stat.st_nlink == 1
                 found[rel] = (abs_path, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
             for abs_sub, rel_sub, is_link in folders:
+                covered = covered and not is_link
                 real = os.path.realpath(abs_sub) if is_link else abs_sub
                 if real not in visited:
                     visited.add(real)
                     stack.append((abs_sub, rel_sub))
-        return found
+        return found, covered
 
     def peek(self, path: str) -> NoteInfo | None:
         """Parse one note from disk without adding it to the records `refresh` keeps.
