@@ -15,13 +15,14 @@ from langchain_vaultsearch import TieredLexicalRetriever
 from langchain_vaultsearch.search import lexical_index as lexical_index_module
 from langchain_vaultsearch.search import scan_recall as scan_recall_module
 from langchain_vaultsearch.search.chunk_cache import ChunkCache
-from langchain_vaultsearch.search.index_cache import index_path, save_index
+from langchain_vaultsearch.search.index_cache import index_path, load_index, save_index
 from langchain_vaultsearch.search.index_worker import IndexBuildError, build_index_file
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
+from langchain_vaultsearch.search.parallel_build import VaultSpec, build_vault_index
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.search.vault_documents import apply_changes
-from langchain_vaultsearch.vault.vault import Vault
+from langchain_vaultsearch.vault.vault import MAX_NOTE_BYTES, Vault
 from tests.conftest import SAMPLE_VAULT, write_vault
 
 SCAN_NOTES: dict[str, str | bytes] = {
@@ -496,3 +497,25 @@ def test_records_the_background_build_wrote_are_trusted_at_the_handover(
     restarted = TieredLexicalRetriever(index_policy=BACKGROUND_SAVED, vault_path=str(vault_dir))
     assert restarted.invoke("OAuth deploy")
     assert count_reads() > before  # a saved index another process opens is checked note by note
+
+
+def test_scan_breaks_ties_in_path_order_as_the_built_index_does(tmp_path: Path) -> None:
+    names = ["m/Walrus 3.md", "Walrus 9.md", "a/Walrus 1.md", "z/Walrus 0.md", "Walrus 5.md"]
+    root = write_vault(tmp_path / "vault", {})
+    for name in names:  # created out of order, so the folders list them out of order too
+        write_vault(root, {name: "one walrus here\n"})
+    scanned = ScanRecall(Vault(root, watch=False)).candidates(["walrus"], 3)
+    spec = VaultSpec(root=str(root), include_hidden=False, max_note_bytes=MAX_NOTE_BYTES)
+    assert build_vault_index(spec, tmp_path / "index.npz", processes=1)
+    loaded = load_index(Vault(root, watch=False), tmp_path / "index.npz")
+    assert loaded is not None
+    built = loaded[0].candidates(["walrus"], 3)
+    assert paths(scanned) == paths(built) == sorted(names)[:3]
+
+
+def test_a_note_longer_once_lowercased_is_still_found(tmp_path: Path) -> None:
+    # U+023A is two bytes in UTF-8; its lowercase, U+2C65, is three.
+    root = write_vault(tmp_path / "vault", {"Longer.md": "\u023a" * 50 + " walrus\n", "B.md": "b"})
+    scan = ScanRecall(Vault(root, watch=False))
+    assert paths(scan.candidates(["walrus"], 10)) == ["Longer.md"]
+    assert paths(scan.candidates(["\u2c65" * 50], 10)) == ["Longer.md"]

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from langchain_vaultsearch.text import tokenize as tokenize_module
 from langchain_vaultsearch.text.tokenize import (
     contains_cjk,
     fold_accents,
+    set_run_cache_size,
     symbol_terms,
     tokenize_mixed,
 )
@@ -317,3 +319,14 @@ def test_lexical_search_and_the_note_parser_agree_on_tags(text: str) -> None:
 def test_language_names_are_a_letter_alone_before_its_mark(text: str, names: list[str]) -> None:
     """`c#`, `c++`: the letter may not be glued to a word, and nothing word-like may follow."""
     assert symbol_terms(text.lower()) == names
+
+
+def test_the_run_cache_stays_within_its_limit_and_changes_no_terms() -> None:
+    text = " ".join(f"e-mail{n} café{n} 東京{n}" for n in range(300))
+    expected = tokenize_mixed(text)
+    set_run_cache_size(64)
+    try:
+        assert tokenize_mixed(text) == expected
+        assert len(tokenize_module._RUN_TERMS) <= 64
+    finally:
+        set_run_cache_size(tokenize_module.SEARCH_RUN_CACHE)

@@ -45,6 +45,7 @@ from langchain_vaultsearch.search.recall import (
     SortedTerms,
 )
 from langchain_vaultsearch.search.vault_documents import note_document
+from langchain_vaultsearch.text.tokenize import BUILD_RUN_CACHE, set_run_cache_size
 from langchain_vaultsearch.vault.link_graph import LinkGraph
 from langchain_vaultsearch.vault.saved_notes import SavedRow, encode_row, pack
 from langchain_vaultsearch.vault.vault import Vault
@@ -125,6 +126,7 @@ def index_shard(spec: VaultSpec, paths: Sequence[str], out: str) -> str:
     Returns:
         `out`.
     """
+    set_run_cache_size(BUILD_RUN_CACHE)
     vault = spec.open()
     kept: list[str] = []
     rows: list[SavedRow] = []

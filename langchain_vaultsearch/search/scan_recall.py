@@ -176,11 +176,14 @@ class ScanRecall:
         with self._lock:
             for gone in self._notes.keys() - files.keys():
                 self._forget(gone)
-            # Grown only here, under the lock, before any search can see a note in it.
-            buffer = bytearray()
             wanted: list[tuple[str, str, Stamp, bytes]] = []
             beyond: list[str] = []
-            for path, (abs_path, stamp) in files.items():
+            # In path order at first, as the index numbers them, so that a note ties in
+            # recall as it will once the index is in: otherwise many of the first searches'
+            # candidates after the handover were notes the scan never had ranked (at 6,280
+            # notes, 458 more notes read and chunked, queries of 70-140 ms).
+            listed = files.items() if self._notes else sorted(files.items())
+            for path, (abs_path, stamp) in listed:
                 known = self._notes.get(path)
                 if known is not None and known.stamp == stamp:
                     continue
@@ -196,18 +199,26 @@ class ScanRecall:
                 wanted.append((path, abs_path, stamp, meta))
                 # Its place in the listing's order, which ties in ranking follow.
                 self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
+            # Made at its full size at once: grown note by note, among each note's freed
+            # reads, it left ~45 MB of heap the process kept (6,280 notes, 32 MB of text).
+            # Each note comes after a newline: a word-start check never sees the one before.
+            buffer = bytearray(sum(stamp[1] + 1 for _, _, stamp, _ in wanted))
+            used = 0
             texts = self._read_all((abs_path, stamp) for _, abs_path, stamp, _ in wanted)
             for (path, abs_path, stamp, meta), text in zip(wanted, texts, strict=True):
                 self._held_bytes -= stamp[1]
                 if text is None:
                     del self._notes[path]
                     continue
-                # A newline before each note: a word-start check never sees the previous one.
-                buffer += b"\n"
-                start = len(buffer)
-                buffer += text
+                start, end = used + 1, used + 1 + len(text)
+                if end > len(buffer):
+                    beyond.append(path)  # lowercasing lengthened it, or it grew since listed
+                    continue
+                buffer[used] = ord("\n")
+                buffer[start:end] = text
+                used = end
                 self._held_bytes += len(text)
-                self._notes[path] = _ScannedNote(stamp, buffer, start, len(buffer), meta, abs_path)
+                self._notes[path] = _ScannedNote(stamp, buffer, start, end, meta, abs_path)
             if beyond:
                 self._spill_notes(beyond)
 

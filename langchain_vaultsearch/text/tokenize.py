@@ -9,7 +9,6 @@ notes tagged `#project/alpha`.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 import sys
@@ -107,7 +106,7 @@ def tokenize_mixed(text: str) -> list[str]:
         runs = dict.fromkeys(remainder.translate(_ASCII_SEPARATORS).split())
     else:
         runs = dict.fromkeys(_JOINED_RUN.findall(remainder))
-    tokens.update(dict.fromkeys(itertools.chain.from_iterable(map(_run_terms, runs))))
+    tokens.update(dict.fromkeys(itertools.chain.from_iterable(map(_RUN_TERMS.__getitem__, runs))))
     # Interned, so the recall postings and every cached chunk share one copy of each term.
     return list(map(sys.intern, tokens))
 
@@ -136,18 +135,49 @@ def term_occurrences(text: str) -> list[str]:
         runs = remainder.translate(_ASCII_SEPARATORS).split()
     else:
         runs = _JOINED_RUN.findall(remainder)
-    terms.extend(itertools.chain.from_iterable(map(_run_terms, runs)))
+    terms.extend(itertools.chain.from_iterable(map(_RUN_TERMS.__getitem__, runs)))
     return terms
 
 
-RUN_CACHE_SIZE = 1 << 16
+class _RunTerms(dict[str, tuple[str, ...]]):
+    """The terms of each joined run seen, split on first sight.
+
+    Words recur across a vault (Zipf), and splitting a run that holds punctuation, CJK or
+    accents costs ~10 Python operations; caching the split made indexing a 6,280-note,
+    34-language vault 2x faster. A dict, so a run seen before costs one lookup at C speed
+    (`map(terms.__getitem__, runs)`). Emptied when it reaches `limit` runs, so a vault of
+    unique words cannot grow it; the limit is what it may cost: 65,536 runs held 25 MB of
+    keys, tuples and terms, a sixth of a 6,280-note vault's search process, where the
+    index build's worker processes want more runs for their tens of thousands of notes.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __missing__(self, run: str) -> tuple[str, ...]:
+        if len(self) >= self.limit:
+            self.clear()
+        terms = self[run] = _split_run(run)
+        return terms
 
 
-# Words recur across a vault (Zipf), and splitting a run that holds punctuation, CJK or
-# accents costs ~10 Python operations; caching the split made indexing a 6,280-note,
-# 34-language vault 2x faster. Bounded, so a vault of unique words cannot grow it.
-@functools.lru_cache(maxsize=RUN_CACHE_SIZE)
-def _run_terms(run: str) -> tuple[str, ...]:
+SEARCH_RUN_CACHE = 1 << 14
+"""Runs the tokenizer keeps split in a searching process (~6 MB)."""
+BUILD_RUN_CACHE = 1 << 17
+"""Runs kept by a process that indexes a whole vault (`set_run_cache_size`)."""
+
+_RUN_TERMS = _RunTerms(SEARCH_RUN_CACHE)
+
+
+def set_run_cache_size(runs: int) -> None:
+    """Keep up to `runs` joined runs split (an index build process keeps more)."""
+    _RUN_TERMS.limit = runs
+    if len(_RUN_TERMS) > runs:
+        _RUN_TERMS.clear()
+
+
+def _split_run(run: str) -> tuple[str, ...]:
     """Terms of one joined run: itself when a plain ASCII word, else its parts."""
     if run.isalnum() and run.isascii():
         return (sys.intern(run),)
