@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from langchain_vaultsearch import TieredLexicalRetriever
+from langchain_vaultsearch.search import index_worker as index_worker_module
 from langchain_vaultsearch.search import lexical_index as lexical_index_module
 from langchain_vaultsearch.search import scan_recall as scan_recall_module
 from langchain_vaultsearch.search.chunk_cache import ChunkCache
@@ -519,3 +522,54 @@ def test_a_note_longer_once_lowercased_is_still_found(tmp_path: Path) -> None:
     scan = ScanRecall(Vault(root, watch=False))
     assert paths(scan.candidates(["walrus"], 10)) == ["Longer.md"]
     assert paths(scan.candidates(["\u2c65" * 50], 10)) == ["Longer.md"]
+
+
+def test_the_build_starts_before_the_first_search_reads_the_notes(
+    vault_dir: Path,
+    held_build: tuple[threading.Event, threading.Event],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built, release = held_build
+    retriever = TieredLexicalRetriever(
+        index_policy=BACKGROUND, vault_path=str(vault_dir), persist_index=False
+    )
+    index = retriever.core.index
+    building_when_scanned: list[bool] = []
+
+    class WatchedScan(ScanRecall):
+        def refresh(self) -> None:
+            if not building_when_scanned:
+                building_when_scanned.append(index._builder is not None)
+            super().refresh()
+
+    monkeypatch.setattr(lexical_index_module, "ScanRecall", WatchedScan)
+    assert retriever.invoke("OAuth deployment")
+    assert building_when_scanned == [True]
+    assert built.wait(30)
+    release.set()
+    assert retriever.wait_for_index(timeout=30)
+
+
+def test_the_build_process_yields_to_the_searching_one(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "vault", {"A.md": "alpha", "B.md": "beta"})
+    request = {
+        "root": str(root),
+        "include_hidden": False,
+        "max_note_bytes": MAX_NOTE_BYTES,
+        "target": str(tmp_path / "index.npz"),
+        "processes": 1,
+    }
+    code = (
+        "import json, os, sys; from langchain_vaultsearch.search.index_worker import main; "
+        "main([sys.argv[1]]); print(os.nice(0))"
+    )
+    done = subprocess.run(  # noqa: S603 - this interpreter, our module
+        [sys.executable, "-c", code, json.dumps(request)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert (tmp_path / "index.npz").is_file()
+    niceness = int(done.stdout.splitlines()[-1])
+    assert niceness == min(19, os.nice(0) + index_worker_module.BUILD_NICENESS)

@@ -130,6 +130,10 @@ class LexicalIndex:
                     self._restore()
             files = self._files_to_scan()
             if files is not None:
+                # The build starts first: its processes yield to this one (`index_worker`),
+                # so the scan's first search takes what it did alone while they index with
+                # the other core, instead of starting once that search is done.
+                self._start_builder()
                 self._scan = ScanRecall(self.vault, files, self.budget.scan_text_bytes)
                 return
             changes = self.feed.pull()
@@ -176,15 +180,16 @@ class LexicalIndex:
     def start_build(self) -> None:
         """Start building the first index in the background, once (after a scan search)."""
         with self.lock:
-            if self._scan is None or self._builder is not None:
-                return
-            if not self.policy.build_in_background:
-                return
-            # A daemon: a short script exits when it is done instead of waiting for it.
-            self._builder = threading.Thread(
-                target=self._build, name="vaultsearch-index", daemon=True
-            )
-            self._builder.start()
+            if self._scan is not None:
+                self._start_builder()
+
+    def _start_builder(self) -> None:
+        """Start the build's thread unless it ran or the policy says not to (lock held)."""
+        if self._builder is not None or not self.policy.build_in_background:
+            return
+        # A daemon: a short script exits when it is done instead of waiting for it.
+        self._builder = threading.Thread(target=self._build, name="vaultsearch-index", daemon=True)
+        self._builder.start()
 
     def _build(self) -> None:
         """Index every note in a child process, then switch searches from scanning to it.
