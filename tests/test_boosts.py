@@ -18,6 +18,7 @@ from langchain_vaultsearch.search.boosts import (
 )
 from langchain_vaultsearch.search.chunk_cache import IndexedChunk
 from langchain_vaultsearch.text.chunking import Chunk
+from langchain_vaultsearch.vault import link_graph as link_graph_module
 from langchain_vaultsearch.vault.link_graph import LinkGraph
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -354,3 +355,25 @@ def test_co_citations_are_the_links_of_every_note_linking_to_one(
             expected |= graph.outlinks(source) & wanted
         expected.discard(path)
         assert graph.co_cited(path, wanted) == expected
+
+
+def test_a_link_target_is_resolved_once_however_many_notes_link_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    resolved: list[str] = []
+    real_resolve = link_graph_module._Names.resolve
+
+    def counting(self: object, name: str) -> str | None:
+        resolved.append(name)
+        return real_resolve(self, name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(link_graph_module._Names, "resolve", counting)
+    paths = ["Hub.md", "A.md", "B.md", "C.md"]
+    graph = LinkGraph.from_links(
+        {path: number for number, path in enumerate(paths)},
+        {"Hub.md": ["Centre"]},
+        [[], ["Hub", "Missing"], ["Hub", "Centre"], ["Hub", "Missing", "A"]],
+    )
+    assert sorted(resolved) == ["A", "Centre", "Hub", "Missing"]
+    assert graph.backlinks("Hub.md") == {"A.md", "B.md", "C.md"}
+    assert graph.outlinks("C.md") == {"Hub.md", "A.md"}

@@ -428,6 +428,9 @@ def _fence_ranges(text: str, start: int) -> list[tuple[int, int]]:
     callouts are common in vaults.
     """
     ranges: list[tuple[int, int]] = []
+    if "```" not in text and "~~~" not in text:
+        # Most notes have no fence, and the pattern is tried at every line start.
+        return ranges
     opening: re.Match[str] | None = None
     for line in _FENCE_LINE.finditer(text, start):
         fence, rest = line.group(1), line.group(2)
