@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from langchain_vaultsearch.search.parallel_build import VaultSpec, build_vault_i
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.search.vault_documents import apply_changes
+from langchain_vaultsearch.vault.note_info import folder_of
 from langchain_vaultsearch.vault.vault import MAX_NOTE_BYTES, Vault
 from tests.conftest import SAMPLE_VAULT, write_vault
 
@@ -573,3 +575,29 @@ def test_the_build_process_yields_to_the_searching_one(tmp_path: Path) -> None:
     assert (tmp_path / "index.npz").is_file()
     niceness = int(done.stdout.splitlines()[-1])
     assert niceness == min(19, os.nice(0) + index_worker_module.BUILD_NICENESS)
+
+
+def test_searches_lay_the_notes_out_again_only_after_they_changed(
+    scan_vault: Vault,
+    touch: Callable[[Path, str, int], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scan = ScanRecall(scan_vault)
+    layouts = []
+    real_of = scan_recall_module._Layout.of
+
+    def counting(notes: dict[str, object]) -> object:
+        layouts.append(len(notes))
+        return real_of(notes)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scan_recall_module._Layout, "of", staticmethod(counting))
+    assert paths(scan.candidates(["zanzibar"], 10)) == ["Hidden words.md"]
+    scan.refresh()
+    assert paths(scan.candidates(["zanzibar"], 10)) == ["Hidden words.md"]
+    assert scan.folder_sizes() == Counter(folder_of(path) for path in scan_vault.list_files())
+    assert len(layouts) == 1
+    touch(scan_vault.root / "Fresh" / "Okapi.md", "An okapi\n", 10)
+    scan.refresh()
+    assert paths(scan.candidates(["okapi"], 10)) == ["Fresh/Okapi.md"]
+    assert scan.folder_sizes()["Fresh"] == 1
+    assert len(layouts) == 2
