@@ -26,6 +26,7 @@ from langchain_vaultsearch.search.parallel_build import VaultSpec, build_vault_i
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.search.vault_documents import apply_changes
+from langchain_vaultsearch.vault.note_files import Files
 from langchain_vaultsearch.vault.note_info import folder_of
 from langchain_vaultsearch.vault.vault import MAX_NOTE_BYTES, Vault
 from tests.conftest import SAMPLE_VAULT, write_vault
@@ -539,10 +540,10 @@ def test_the_build_starts_before_the_first_search_reads_the_notes(
     building_when_scanned: list[bool] = []
 
     class WatchedScan(ScanRecall):
-        def refresh(self) -> None:
+        def refresh(self, listed: Files | None = None) -> None:
             if not building_when_scanned:
                 building_when_scanned.append(index._builder is not None)
-            super().refresh()
+            super().refresh(listed)
 
     monkeypatch.setattr(lexical_index_module, "ScanRecall", WatchedScan)
     assert retriever.invoke("OAuth deployment")
@@ -601,3 +602,53 @@ def test_searches_lay_the_notes_out_again_only_after_they_changed(
     assert paths(scan.candidates(["okapi"], 10)) == ["Fresh/Okapi.md"]
     assert scan.folder_sizes()["Fresh"] == 1
     assert len(layouts) == 2
+
+
+def test_a_note_grown_over_the_size_limit_leaves_the_searches(
+    tmp_path: Path, touch: Callable[[Path, str, int], None]
+) -> None:
+    root = write_vault(tmp_path / "vault", {"A.md": "alpha walrus", "B.md": "beta walrus"})
+    scan = ScanRecall(Vault(root, max_note_bytes=100, watch=False), text_budget_bytes=0)
+    assert paths(scan.candidates(["alpha"], 10)) == ["A.md"]
+    touch(root / "A.md", "alpha " * 50, 10)
+    scan.refresh()
+    assert len(scan) == 1
+    assert paths(scan.candidates(["walrus"], 10)) == ["B.md"]
+    assert paths(scan.candidates(["alpha"], 10)) == []
+    assert scan.folder_sizes() == Counter({"": 1})
+
+
+def test_no_room_is_held_for_notes_over_the_size_limit(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "vault", {"Big.md": "walrus " * 100, "Small.md": "walrus"})
+    scan = ScanRecall(Vault(root, max_note_bytes=100, watch=False))
+    held = scan._notes["Small.md"].buffer
+    assert held is not None
+    assert len(held) == len("\nwalrus")
+
+
+def test_a_scan_that_failed_to_start_is_made_again_while_the_build_runs(
+    vault_dir: Path,
+    held_build: tuple[threading.Event, threading.Event],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built, release = held_build
+    retriever = TieredLexicalRetriever(
+        index_policy=BACKGROUND, vault_path=str(vault_dir), persist_index=False
+    )
+    failures = [KeyboardInterrupt("interrupted while reading the notes")]
+
+    class FailingOnce(ScanRecall):
+        def refresh(self, listed: Files | None = None) -> None:
+            if failures:
+                raise failures.pop()
+            super().refresh(listed)
+
+    monkeypatch.setattr(lexical_index_module, "ScanRecall", FailingOnce)
+    with pytest.raises(KeyboardInterrupt):
+        retriever.invoke("OAuth deployment")
+    assert retriever.invoke("OAuth deployment")
+    assert not retriever.index_ready  # scanned, not indexed here beside the build
+    assert retriever.core.vault.notes == {}
+    release.set()
+    assert built.wait(30)
+    assert retriever.wait_for_index(timeout=30)

@@ -533,3 +533,24 @@ def test_note_files_walk_each_time_when_events_cannot_cover_the_vault(
     calls = count_stats(monkeypatch)
     assert files.current() == first
     assert len([call for call in calls if call.endswith(".md")]) == len(first)
+
+
+@needs_inotify
+def test_note_files_interrupted_walk_again_and_miss_nothing(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = Vault(root)
+    files = NoteFiles(vault)
+    files.current()
+    write_vault(root, {"Projects/New.md": "new\n"})
+    real_walk = vault.walk_files
+
+    def interrupted(watcher: FolderWatcher | None) -> object:
+        monkeypatch.setattr(vault, "walk_files", real_walk)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(vault, "walk_files", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        files.current()
+    assert files.current() == vault.list_files()
+    assert "Projects/New.md" in files.current()

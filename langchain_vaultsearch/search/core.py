@@ -220,8 +220,6 @@ class SearchCore:
             return SearchResult(self._rank(query, expansion, options), expansion)
         except Exception:
             logger.exception("Lexical search failed for %r; falling back to recall order", query)
-        finally:
-            self.index.start_build()
         try:
             hits = self.index.recall_fallback(query, options.max_results)
         except Exception:

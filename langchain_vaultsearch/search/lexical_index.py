@@ -33,7 +33,7 @@ from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.search.vault_documents import apply_changes
 from langchain_vaultsearch.vault.change_feed import ChangeFeed
-from langchain_vaultsearch.vault.note_files import NoteFiles
+from langchain_vaultsearch.vault.note_files import Files, NoteFiles
 from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -128,13 +128,14 @@ class LexicalIndex:
                 remove_stale_temporaries(self.vault)
                 if self.policy.persist:
                     self._restore()
-            files = self._files_to_scan()
-            if files is not None:
+            to_scan = self._files_to_scan()
+            if to_scan is not None:
                 # The build starts first: its processes yield to this one (`index_worker`),
                 # so the scan's first search takes what it did alone while they index with
                 # the other core, instead of starting once that search is done.
                 self._start_builder()
-                self._scan = ScanRecall(self.vault, files, self.budget.scan_text_bytes)
+                files, listed = to_scan
+                self._scan = ScanRecall(self.vault, files, self.budget.scan_text_bytes, listed)
                 return
             changes = self.feed.pull()
             self._apply(changes)
@@ -146,13 +147,24 @@ class LexicalIndex:
             if len(changes.updated) >= self.policy.freeze_after_notes:
                 _freeze_long_lived_objects()
 
-    def _files_to_scan(self) -> NoteFiles | None:
-        """A never-indexed large vault's files: scanned until the background build is in."""
+    def _files_to_scan(self) -> tuple[NoteFiles, Files] | None:
+        """A never-indexed large vault's files, as just listed: scanned until the build is in.
+
+        Also while the build runs without a scan (making the scan failed, e.g. interrupted):
+        indexing here meanwhile would index the vault twice.
+        """
         threshold = self.policy.background_build_notes
-        if threshold <= 0 or self.feed.started or self._builder is not None or self.vault.notes:
+        builder = self._builder
+        if (
+            threshold <= 0
+            or self.feed.started
+            or (builder is not None and not builder.is_alive())
+            or self.vault.notes
+        ):
             return None
         files = NoteFiles(self.vault)
-        return files if len(files.current()) >= threshold else None
+        listed = files.current()
+        return (files, listed) if len(listed) >= threshold else None
 
     def _restore(self, path: Path | None = None, *, built_here: bool = False) -> bool:
         """Load a saved index (lock held); False when there is none to load.
@@ -176,12 +188,6 @@ class LexicalIndex:
         """Bring the index in line with a change set the feed returned (lock held)."""
         apply_changes(self.recall, changes)
         self._unsaved_notes += len(changes.updated)
-
-    def start_build(self) -> None:
-        """Start building the first index in the background, once (after a scan search)."""
-        with self.lock:
-            if self._scan is not None:
-                self._start_builder()
 
     def _start_builder(self) -> None:
         """Start the build's thread unless it ran or the policy says not to (lock held)."""
@@ -234,7 +240,6 @@ class LexicalIndex:
             True when searches use the index, False when the timeout came first.
         """
         self.sync()
-        self.start_build()
         builder = self._builder
         if builder is not None:
             builder.join(timeout)

@@ -107,7 +107,8 @@ def build_vault_index(
     shards = [paths[i * len(paths) // count : (i + 1) * len(paths) // count] for i in range(count)]
     with locked_folder(SHARD_FOLDER_PREFIX) as folder:
         files = [str(folder / f"shard-{number:05d}.npz") for number in range(len(shards))]
-        jobs = list(zip([spec] * len(shards), shards, files, strict=True))
+        runs = [BUILD_RUN_CACHE // max(2, workers)] * len(shards)
+        jobs = list(zip([spec] * len(shards), shards, files, runs, strict=True))
         if workers == 1 or len(shards) == 1:
             written = [index_shard(*job) for job in jobs]
         else:
@@ -117,16 +118,22 @@ def build_vault_index(
         return _merge(vault, [Path(name) for name in written], target)
 
 
-def index_shard(spec: VaultSpec, paths: Sequence[str], out: str) -> str:
+def index_shard(spec: VaultSpec, paths: Sequence[str], out: str, runs: int) -> str:
     """Index some notes and write their postings, saved rows and links to `out`.
 
     Runs in a worker process. Notes that cannot be read (gone, over the size limit) are
     left out, as a refresh would leave them out.
 
+    Args:
+        spec: the vault.
+        paths: the shard's notes.
+        out: the file to write.
+        runs: joined runs the worker keeps split (its share of `BUILD_RUN_CACHE`).
+
     Returns:
         `out`.
     """
-    set_run_cache_size(BUILD_RUN_CACHE)
+    set_run_cache_size(runs)
     vault = spec.open()
     kept: list[str] = []
     rows: list[SavedRow] = []

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
-from langchain_vaultsearch.vault.note_files import NoteFiles
+from langchain_vaultsearch.vault.note_files import Files, NoteFiles
 from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of
 from langchain_vaultsearch.vault.note_records import Stamp
 from langchain_vaultsearch.vault.vault import Vault, decode_note
@@ -171,6 +171,7 @@ class ScanRecall:
         vault: Vault,
         files: NoteFiles | None = None,
         text_budget_bytes: int | None = None,
+        listed: Files | None = None,
     ) -> None:
         """Read every note of the vault (no parsing).
 
@@ -180,6 +181,7 @@ class ScanRecall:
             text_budget_bytes: how much lowercased text to hold in memory; the notes
                 beyond it go to a temporary file (`SpillFile`) every search reads back (a
                 100,000-note vault has ~500 MB of text). None holds all of it.
+            listed: what `files.current()` just returned, so it is not listed twice.
         """
         self._vault = vault
         self._text_budget = text_budget_bytes
@@ -190,16 +192,22 @@ class ScanRecall:
         self._lock = threading.Lock()
         self._layout: _Layout | None = None
         self._files = files or NoteFiles(vault)
-        self.refresh()
+        self.refresh(listed)
 
     def __len__(self) -> int:
         return len(self._notes)
 
-    def refresh(self) -> None:
-        """Read the notes added or changed since the last refresh and forget removed ones."""
-        files = self._files.current()
+    def refresh(self, listed: Files | None = None) -> None:
+        """Read the notes added or changed since the last refresh and forget removed ones.
+
+        Args:
+            listed: `NoteFiles.current()` when the caller has just called it.
+        """
+        files = self._files.current() if listed is None else listed
         with self._lock:
             gone = self._notes.keys() - files.keys()
+            if gone:
+                self._layout = None  # first: an error midway must not leave it stale
             for path in gone:
                 self._forget(path)
             wanted: list[tuple[str, str, Stamp, bytes]] = []
@@ -208,18 +216,20 @@ class ScanRecall:
             # recall as it will once the index is in: otherwise many of the first searches'
             # candidates after the handover were notes the scan never had ranked (at 6,280
             # notes, 458 more notes read and chunked, queries of 70-140 ms).
-            listed = files.items() if self._notes else sorted(files.items())
-            for path, (abs_path, stamp) in listed:
+            in_order = files.items() if self._notes else sorted(files.items())
+            for path, (abs_path, stamp) in in_order:
                 known = self._notes.get(path)
                 if known is not None and known.stamp == stamp:
                     continue
+                self._layout = None
                 self._forget(path)
+                if stamp[1] > self._vault.max_note_bytes:
+                    continue  # never read: no room is made for it
                 meta = path[:-3].lower().encode()
                 budget = self._text_budget
                 if budget is not None and self._held_bytes + stamp[1] > budget:
-                    if stamp[1] <= self._vault.max_note_bytes:
-                        self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
-                        beyond.append(path)
+                    self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
+                    beyond.append(path)
                     continue
                 self._held_bytes += stamp[1]  # what it will hold, corrected once read
                 wanted.append((path, abs_path, stamp, meta))
@@ -247,8 +257,6 @@ class ScanRecall:
                 self._notes[path] = _ScannedNote(stamp, buffer, start, end, meta, abs_path)
             if beyond:
                 self._spill_notes(beyond)
-            if gone or wanted or beyond:
-                self._layout = None
 
     def _spill_notes(self, paths: list[str]) -> None:
         """Read notes beyond the text budget into the spill file (lock held).

@@ -164,11 +164,13 @@ class _RunTerms(dict[str, tuple[str, ...]]):
 
 SEARCH_RUN_CACHE = 1 << 14
 """Runs the tokenizer keeps split in a searching process (~6 MB)."""
-BUILD_RUN_CACHE = 1 << 19
-"""Runs kept by a process that indexes a whole vault (`set_run_cache_size`): ~200 MB,
-within the build's 1 GB. A 4,000-note shard of the 34-language help vault holds ~178,000
-distinct runs; with room for 131,072 the workers split a fifth of them again in every
-shard (help x16's build, shards alone: 63.7 -> 55.5 s)."""
+BUILD_RUN_CACHE = 1 << 20
+"""Runs the worker processes of an index build keep between them (`set_run_cache_size`
+in each: its share, ~200 MB for each of two, half that or less for more workers). A
+4,000-note shard of the 34-language help vault holds ~178,000 distinct runs; with room
+for 131,072 a worker split a fifth of them again in every shard (help x16's build,
+shards alone: 63.7 -> 55.5 s; its 16 copies share one vocabulary, so a vault of distinct
+notes gains less)."""
 
 _RUN_TERMS = _RunTerms(SEARCH_RUN_CACHE)
 

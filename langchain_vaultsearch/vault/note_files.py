@@ -24,10 +24,12 @@ Files = dict[str, tuple[str, Stamp]]
 class NoteFiles:
     """Every note file of a vault with its stamp, current at each `current()`.
 
-    After the first walk, a listing stats only the notes an event named. It walks again
-    when a folder gained, lost or renamed an entry, when events were lost, and every time
-    when the events cannot cover the vault: no inotify (not Linux, a vault opened with
-    `watch=False`), the watch limit reached, symlinks, hard links.
+    After the first walk, a listing stats only the notes an event named. It walks the
+    whole vault again when any folder gained, lost or renamed an entry (an editor's swap
+    file too: rare while an index builds, and what `Vault.refresh` does folder by folder is
+    not worth repeating for those minutes), when events were lost or a listing was
+    interrupted, and every time when the events cannot cover the vault: no inotify (not
+    Linux, a vault opened with `watch=False`), the watch limit reached, symlinks, hard links.
     """
 
     def __init__(self, vault: Vault) -> None:
@@ -42,22 +44,34 @@ class NoteFiles:
     def current(self) -> Files:
         """The note files now (a new dict each call: the caller may keep it)."""
         with self._lock:
-            files = self._files
-            changes = self._watcher.drain() if self._watcher is not None else None
-            if files is None or not self._covered or changes is None or changes.folders:
-                files, self._covered = self._vault.walk_files(self._watcher)
-                self._files = files
-                self._by_file = {abs_path: rel for rel, (abs_path, _stamp) in files.items()}
-                return dict(files)
-            for abs_path in changes.paths:
-                rel = self._by_file.get(abs_path)
-                if rel is None:
-                    continue  # not a note: an attachment, or a folder's own event
-                try:
-                    stat = os.stat(abs_path)
-                except OSError:
-                    # Gone: its folder's event comes with it, so the next listing walks.
-                    self._covered = False
-                    continue
-                files[rel] = (abs_path, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
-            return dict(files)
+            try:
+                return dict(self._update())
+            except BaseException:
+                # The events drained for this listing would be lost: walk next time.
+                self._files = None
+                raise
+
+    def _update(self) -> Files:
+        files = self._files
+        changes = self._watcher.drain() if self._watcher is not None else None
+        if changes is None and self._watcher is not None and files is not None:
+            # Events were lost (an overflow, a fork sharing the queue): a new watcher.
+            self._watcher.close()
+            self._watcher = FolderWatcher.open()
+        if files is None or not self._covered or changes is None or changes.folders:
+            files, self._covered = self._vault.walk_files(self._watcher)
+            self._files = files
+            self._by_file = {abs_path: rel for rel, (abs_path, _stamp) in files.items()}
+            return files
+        for abs_path in changes.paths:
+            rel = self._by_file.get(abs_path)
+            if rel is None:
+                continue  # not a note: an attachment, or a folder's own event
+            try:
+                stat = os.stat(abs_path)
+            except OSError:
+                # Gone: its folder's event comes with it, so the next listing walks.
+                del files[rel]
+                continue
+            files[rel] = (abs_path, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
+        return files
