@@ -74,6 +74,18 @@ SCAN_ONLY = IndexPolicy(background_build_notes=1, build_in_background=False)
 """Searches scan and nothing builds the index."""
 
 
+@pytest.fixture
+def held_retriever(
+    vault_dir: Path, held_build: tuple[threading.Event, threading.Event]
+) -> tuple[TieredLexicalRetriever, threading.Event, threading.Event]:
+    """A retriever whose first search scans while its build is held (see `held_build`)."""
+    built, release = held_build
+    retriever = TieredLexicalRetriever(
+        index_policy=BACKGROUND, vault_path=str(vault_dir), persist_index=False
+    )
+    return retriever, built, release
+
+
 def paths(found: list[tuple[str, float]]) -> list[str]:
     return [path for path, _score in found]
 
@@ -528,14 +540,10 @@ def test_a_note_longer_once_lowercased_is_still_found(tmp_path: Path) -> None:
 
 
 def test_the_build_starts_before_the_first_search_reads_the_notes(
-    vault_dir: Path,
-    held_build: tuple[threading.Event, threading.Event],
+    held_retriever: tuple[TieredLexicalRetriever, threading.Event, threading.Event],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    built, release = held_build
-    retriever = TieredLexicalRetriever(
-        index_policy=BACKGROUND, vault_path=str(vault_dir), persist_index=False
-    )
+    retriever, built, release = held_retriever
     index = retriever.core.index
     building_when_scanned: list[bool] = []
 
@@ -627,14 +635,10 @@ def test_no_room_is_held_for_notes_over_the_size_limit(tmp_path: Path) -> None:
 
 
 def test_a_scan_that_failed_to_start_is_made_again_while_the_build_runs(
-    vault_dir: Path,
-    held_build: tuple[threading.Event, threading.Event],
+    held_retriever: tuple[TieredLexicalRetriever, threading.Event, threading.Event],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    built, release = held_build
-    retriever = TieredLexicalRetriever(
-        index_policy=BACKGROUND, vault_path=str(vault_dir), persist_index=False
-    )
+    retriever, built, release = held_retriever
     failures = [KeyboardInterrupt("interrupted while reading the notes")]
 
     class FailingOnce(ScanRecall):
