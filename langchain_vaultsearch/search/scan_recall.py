@@ -226,15 +226,15 @@ class ScanRecall:
                 if stamp[1] > self._vault.max_note_bytes:
                     continue  # never read: no room is made for it
                 meta = path[:-3].lower().encode()
+                # Its place in the listing's order, which ties in ranking follow; its text
+                # is placed below, once read.
+                self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
                 budget = self._text_budget
                 if budget is not None and self._held_bytes + stamp[1] > budget:
-                    self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
                     beyond.append(path)
                     continue
                 self._held_bytes += stamp[1]  # what it will hold, corrected once read
                 wanted.append((path, abs_path, stamp, meta))
-                # Its place in the listing's order, which ties in ranking follow.
-                self._notes[path] = _ScannedNote(stamp, None, 0, 0, meta, abs_path)
             # Made at its full size at once: grown note by note, among each note's freed
             # reads, it left ~45 MB of heap the process kept (6,280 notes, 32 MB of text).
             # Each note comes after a newline: a word-start check never sees the one before.
