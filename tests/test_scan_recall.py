@@ -104,6 +104,16 @@ def test_scan_matches_where_a_word_starts(scan_vault: Vault) -> None:
     assert ".obsidian/Sync settings.md" not in paths(scan.candidates(["settings"], 10))
 
 
+def test_scan_finds_each_word_of_a_term_apart(scan_vault: Vault) -> None:
+    # A joined word is found as typed within a longer term, not only as the whole term
+    # typed (the index holds next, js and nextjs for this note: both words match there).
+    scan = ScanRecall(scan_vault)
+    assert paths(scan.candidates(["bundles next.js"], 10)) == ["Web/Next.md"]
+    assert paths(scan.candidates(["deploying next.js apps"], 10)) == ["Web/Next.md"]
+    assert scan.candidates(["bundles next.js zanzibar"], 10) == []  # every word counts
+    assert scan.candidates(["- -"], 10) == []  # no word to find
+
+
 def test_scan_sees_where_each_note_starts_and_ends(tmp_path: Path) -> None:
     # Notes share one buffer: a note's last letters must not hide the next note's first
     # word, and a word may not run on into the next note.

@@ -441,31 +441,45 @@ class Postings:
             notes.append(note_id)
 
 
+class _TermIds(dict[str, int]):
+    """Term -> id, a new term taking the next id when first looked up.
+
+    Most of a note's terms are known after the first notes: looking each up at C speed,
+    and calling Python only for a new one, took a third less time than finding the new
+    ones first with a set difference.
+    """
+
+    def __missing__(self, term: str) -> int:
+        term_id = self[term] = len(self)
+        return term_id
+
+
 class _BulkPostings:
     """The postings of a bulk update or compaction, collected before the terms are sorted.
 
-    A dict interns the terms at C speed: a note's new terms take the next ids in one
-    `update`, then `map` packs every posting as `note << 32 | term id`. It starts from
-    the vocabulary's terms, so they keep their ids, and lives only until the terms are
-    sorted. Each field's postings go into one growing array rather than one per note.
+    A dict interns the terms at C speed (`_TermIds`). Each field's term ids go into one
+    growing array, with each note's id and count of terms beside, and are packed as
+    `note << 32 | term id` at the end, in numpy. It starts from the vocabulary's terms,
+    so they keep their ids, and lives only until the terms are sorted.
     """
 
     def __init__(self, known_terms: list[str]) -> None:
         """Start from the vocabulary's terms, in id order."""
-        self._ids = dict(zip(known_terms, itertools.count()))
-        self._fields = [array("q"), array("q")]  # body, meta
+        self._ids = _TermIds(zip(known_terms, itertools.count()))
+        # Per field (body, meta): term ids, then each note's id and its count of terms.
+        self._fields = [(array("i"), array("i"), array("i")) for _ in range(2)]
 
     def add(self, note_id: int, body: list[str], meta: list[str]) -> None:
         """Collect one note's body and meta terms."""
-        ids = self._ids
-        note_bits = note_id << 32
-        for keys, terms in zip(self._fields, (body, meta), strict=True):
-            ids.update(zip(set(terms).difference(ids), itertools.count(len(ids))))
-            keys.extend(map(note_bits.__or__, map(ids.__getitem__, terms)))
+        term_id = self._ids.__getitem__
+        for (term_ids, notes, counts), terms in zip(self._fields, (body, meta), strict=True):
+            term_ids.extend(map(term_id, terms))
+            notes.append(note_id)
+            counts.append(len(terms))
 
     def sort_terms(self) -> tuple[TermIds, SortedTerms]:
         """Every term sorted, and the rank of each term id; the dict is released."""
-        ids, self._ids = self._ids, {}
+        ids, self._ids = self._ids, _TermIds()
         ordered = sorted(ids)
         ranks = np.empty(len(ordered), dtype=np.int32)
         ids_by_rank = np.fromiter(map(ids.__getitem__, ordered), dtype=np.int32, count=len(ids))
@@ -476,7 +490,13 @@ class _BulkPostings:
     def take_pairs(self) -> list[PackedPairs]:
         """Each field's packed pairs; the collecting arrays are handed over."""
         fields, self._fields = self._fields, []
-        return [np.frombuffer(keys, dtype=np.int64) for keys in fields]
+        packed = []
+        for term_ids, notes, counts in fields:
+            note_bits = np.repeat(np.frombuffer(notes, dtype=np.int32), counts).astype(np.int64)
+            note_bits <<= 32
+            note_bits |= np.frombuffer(term_ids, dtype=np.int32)
+            packed.append(note_bits)
+        return packed
 
 
 _CHECK_BLOCK = 4 * 1024 * 1024
