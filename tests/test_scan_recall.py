@@ -114,6 +114,30 @@ def test_scan_finds_each_word_of_a_term_apart(scan_vault: Vault) -> None:
     assert scan.candidates(["- -"], 10) == []  # no word to find
 
 
+def test_a_scan_refresh_interrupted_while_reading_loses_no_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A watched vault: the next refresh finds nothing changed and is skipped, so what the
+    # interrupted one left must already be searchable (the note is read per search).
+    vault = Vault(write_vault(tmp_path / "vault", SCAN_NOTES))
+    scan = ScanRecall(vault)
+    note = vault.root / "Hidden words.md"
+    note.write_text("Mentions quokkas now.\n", encoding="utf-8")
+    later = note.stat().st_mtime_ns + 10**10
+    os.utime(note, ns=(later, later))
+
+    def interrupted(files: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(scan, "_read_all", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            scan.refresh()
+    scan.refresh()
+    assert paths(scan.candidates(["quokkas"], 10)) == ["Hidden words.md"]
+    assert scan.candidates(["zanzibar"], 10) == []
+
+
 def test_scan_sees_where_each_note_starts_and_ends(tmp_path: Path) -> None:
     # Notes share one buffer: a note's last letters must not hide the next note's first
     # word, and a word may not run on into the next note.

@@ -28,6 +28,7 @@ import os
 import re
 import tempfile
 import threading
+from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ _MIN_PREFIX = 3
 
 # A text to search: `(buffer, start, end)`.
 _Span = tuple[bytes | bytearray, int, int]
+# Reads notes' lowercased texts, in order (`ScanRecall._read_all`).
+_ReadAll = Callable[[Iterable[tuple[str, Stamp]]], Iterator[bytes | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,21 +125,96 @@ class _Run:
     buffer: bytes | bytearray
     first: int
     """The index of its first text among all the texts searched."""
-    starts: list[int]
-    ends: list[int]
+    starts: array[int]
+    ends: array[int]
 
 
-def _runs(spans: Iterable[_Span]) -> list[_Run]:
-    """Spans grouped into runs of consecutive texts of one buffer."""
+def _runs(spans: Iterable[_Span], first: int = 0) -> list[_Run]:
+    """Spans grouped into runs of consecutive texts of one buffer; the first is text `first`."""
     runs: list[_Run] = []
-    for index, (buffer, start, end) in enumerate(spans):
-        last = runs[-1] if runs else None
-        if last is None or last.buffer is not buffer or start < last.ends[-1]:
-            runs.append(_Run(buffer, index, [start], [end]))
-        else:
-            last.starts.append(start)
-            last.ends.append(end)
+    starts = ends = array("q")
+    for index, (buffer, start, end) in enumerate(spans, first):
+        if not runs or runs[-1].buffer is not buffer or start < ends[-1]:
+            starts, ends = array("q"), array("q")
+            runs.append(_Run(buffer, index, starts, ends))
+        starts.append(start)
+        ends.append(end)
     return runs
+
+
+@dataclass(frozen=True)
+class _SpilledRun:
+    """Consecutive notes whose texts lie one after the other in the spill file.
+
+    Read as one block per search; `starts` and `ends` are offsets in that block.
+    """
+
+    low: int
+    first: int
+    starts: array[int]
+    ends: array[int]
+
+    def read(self, spill: SpillFile) -> _Run:
+        """The texts, read back from the spill file."""
+        return _Run(spill.read(self.low, self.ends[-1]), self.first, self.starts, self.ends)
+
+
+@dataclass(frozen=True)
+class _UnheldRun:
+    """Consecutive notes no text of which is kept: each search reads them from the vault."""
+
+    first: int
+    files: list[tuple[str, Stamp]]
+
+    def read(self, read_all: _ReadAll) -> _Run:
+        """The texts, read from the vault (an unreadable note's text is empty)."""
+        (run,) = _runs(_laid_out(text or b"" for text in read_all(self.files)), self.first)
+        return run
+
+
+_Piece = _Run | _SpilledRun | _UnheldRun
+"""Part of the notes' texts as a search takes them: held, in the spill file, or in the vault."""
+
+
+def _pieces(notes: Sequence[_ScannedNote]) -> list[_Piece]:
+    """The notes' texts as runs of consecutive notes kept alike, in order.
+
+    Made once per layout: grouping 100,480 notes' texts anew took ~0.18 s of every search
+    made while help x16's index built. A run read back from the spill file or the vault
+    ends after about `STREAM_BATCH_BYTES`, which is what a search holds of it at once.
+    """
+    pieces: list[_Piece] = []
+    batch = 0  # bytes of the last piece, when it is read per search
+    for index, note in enumerate(notes):
+        last = pieces[-1] if pieces else None
+        if note.buffer is not None:
+            if not (
+                isinstance(last, _Run)
+                and last.buffer is note.buffer
+                and last.ends[-1] <= note.start
+            ):
+                last = _Run(note.buffer, index, array("q"), array("q"))
+                pieces.append(last)
+            last.starts.append(note.start)
+            last.ends.append(note.end)
+        elif note.spilled:
+            if not (
+                isinstance(last, _SpilledRun)
+                and last.low + last.ends[-1] <= note.start
+                and note.end - last.low <= STREAM_BATCH_BYTES
+            ):
+                last = _SpilledRun(note.start, index, array("q"), array("q"))
+                pieces.append(last)
+            last.starts.append(note.start - last.low)
+            last.ends.append(note.end - last.low)
+        else:
+            size = note.stamp[1] + 1
+            if not isinstance(last, _UnheldRun) or batch + size > STREAM_BATCH_BYTES:
+                last, batch = _UnheldRun(index, []), 0
+                pieces.append(last)
+            last.files.append((note.file, note.stamp))
+            batch += size
+    return pieces
 
 
 @dataclass(frozen=True)
@@ -144,11 +222,12 @@ class _Layout:
     """The notes as each search takes them, made again only once a refresh changed them.
 
     Laying out 100,480 notes' paths for the path search and counting their folders took
-    0.17 s of every search made while help x16's index built.
+    0.17 s of every search made while help x16's index built, grouping their texts into
+    runs 0.18 s more.
     """
 
     paths: list[str]
-    notes: list[_ScannedNote]
+    texts: list[_Piece]
     metas: list[_Run]
     folder_sizes: Counter[str]
 
@@ -157,10 +236,21 @@ class _Layout:
         """The layout of the notes as they are (the caller holds the scan's lock)."""
         return cls(
             list(notes),
-            list(notes.values()),
+            _pieces(list(notes.values())),
             _runs(_laid_out(note.meta for note in notes.values())),
             Counter(map(folder_of, notes)),
         )
+
+    def text_runs(self, read_all: _ReadAll, spill: SpillFile | None) -> Iterator[_Run]:
+        """The notes' texts, those not held read back a run at a time."""
+        for piece in self.texts:
+            if isinstance(piece, _Run):
+                yield piece
+            elif isinstance(piece, _SpilledRun):
+                if spill is not None:  # there is one once a note is spilled
+                    yield piece.read(spill)
+            else:
+                yield piece.read(read_all)
 
 
 class ScanRecall:
@@ -192,6 +282,7 @@ class ScanRecall:
         self._lock = threading.Lock()
         self._layout: _Layout | None = None
         self._files = files or NoteFiles(vault)
+        self._generation: int | None = None  # of the listing last refreshed from
         self.refresh(listed)
 
     def __len__(self) -> int:
@@ -203,7 +294,10 @@ class ScanRecall:
         Args:
             listed: `NoteFiles.current()` when the caller has just called it.
         """
-        files = self._files.current() if listed is None else listed
+        files = self._files.changed_since(self._generation) if listed is None else listed
+        if files is None:
+            return  # nothing listed has changed since the last refresh
+        generation = self._files.generation
         with self._lock:
             gone = self._notes.keys() - files.keys()
             if gone:
@@ -257,6 +351,7 @@ class ScanRecall:
                 self._notes[path] = _ScannedNote(stamp, buffer, start, end, meta, abs_path)
             if beyond:
                 self._spill_notes(beyond)
+            self._generation = generation  # not before: an interrupted refresh is done again
 
     def _spill_notes(self, paths: list[str]) -> None:
         """Read notes beyond the text budget into the spill file (lock held).
@@ -358,7 +453,7 @@ class ScanRecall:
             `(path, recall score)` pairs, best first.
         """
         layout = self._laid_out_notes()
-        paths, notes = layout.paths, layout.notes
+        paths = layout.paths
         if not paths or limit <= 0:
             return []
         searches = [
@@ -369,14 +464,11 @@ class ScanRecall:
         # The query, its variants and its salient terms share words: each is searched for
         # once (a three-word query searched the text 14 times for 4 words).
         needles = {token: _Needle(token) for search in searches for token in search.tokens}
-        bodies = np.zeros((len(searches), len(paths)), dtype=np.bool_)
-        for first, spans in _text_batches(notes, self._read_all, self._spill):
-            found = _found(_runs(spans), len(spans), needles)
-            for row, search in enumerate(searches):
-                bodies[row, first : first + len(spans)] = search.held(found)
+        bodies = _found(layout.text_runs(self._read_all, self._spill), len(paths), needles)
         metas = _found(layout.metas, len(paths), needles)
         scores = np.zeros(len(paths), dtype=np.float64)
-        for search, body in zip(searches, bodies, strict=True):
+        for search in searches:
+            body = search.held(bodies)
             meta = search.held(metas)
             either = body | meta
             found_in = int(either.sum())
@@ -438,21 +530,11 @@ class SpillFile:
         self._written += len(self._pending)
         self._pending = bytearray()
 
-    def read(self, ranges: Iterable[tuple[int, int]]) -> Iterator[_Span]:
-        """The texts at `ranges`, as spans of the blocks read (a block at a time).
-
-        The ranges mostly ascend; the texts are searched where they lie in the block,
-        not copied out of it and into a batch buffer again.
-        """
-        block = b""
-        low = 0
-        for start, end in ranges:
-            if start < low or end > low + len(block):
-                low = start
-                with self._lock:
-                    self._file.seek(start)
-                    block = self._file.read(max(STREAM_BATCH_BYTES, end - start))
-            yield block, start - low, end - low
+    def read(self, low: int, size: int) -> bytes:
+        """The `size` bytes written at `low` (texts are searched where they lie in them)."""
+        with self._lock:
+            self._file.seek(low)
+            return self._file.read(size)
 
 
 READ_AHEAD_NOTES = 64
@@ -518,45 +600,6 @@ def _laid_out(texts: Iterable[bytes]) -> Iterator[_Span]:
     return ((buffer, start, end) for start, end in bounds)
 
 
-def _text_batches(
-    notes: list[_ScannedNote],
-    read_all: Callable[[Iterable[tuple[str, Stamp]]], Iterator[bytes | None]],
-    spill: SpillFile | None,
-) -> Iterator[tuple[int, list[_Span]]]:
-    """The notes' texts as spans, in order, in batches: `(first note's index, spans)`.
-
-    Held texts are spans of their buffers, spilled ones spans of the blocks read from the
-    spill file; the others are read from the vault (`read_all`, in order) into a batch
-    buffer. A batch ends after about `STREAM_BATCH_BYTES` of texts read.
-    """
-    unheld = read_all((n.file, n.stamp) for n in notes if n.buffer is None and not n.spilled)
-    spilled = (
-        iter(()) if spill is None else spill.read((n.start, n.end) for n in notes if n.spilled)
-    )
-    first = 0
-    spans: list[_Span] = []
-    batch = bytearray()
-    spilled_bytes = 0
-    for note in notes:
-        if note.buffer is not None:
-            spans.append((note.buffer, note.start, note.end))
-        elif note.spilled:
-            span = next(spilled)
-            spans.append(span)
-            spilled_bytes += span[2] - span[1]
-        else:
-            text = next(unheld) or b""
-            batch += b"\n"
-            spans.append((batch, len(batch), len(batch) + len(text)))
-            batch += text
-        if len(batch) + spilled_bytes >= STREAM_BATCH_BYTES:
-            yield first, spans
-            first += len(spans)
-            spans, batch, spilled_bytes = [], bytearray(), 0
-    if spans:
-        yield first, spans
-
-
 @dataclass(frozen=True)
 class _Part:
     """One word of a recall term: texts holding all its tokens match, or, when set, `as_typed`.
@@ -607,13 +650,15 @@ class _Search:
 
 
 def _found(
-    runs: list[_Run], count: int, needles: dict[str, _Needle]
+    runs: Iterable[_Run], count: int, needles: dict[str, _Needle]
 ) -> dict[str, npt.NDArray[np.bool_]]:
-    """Which of `count` texts hold each needle, by its token."""
-    found = {}
-    for token, needle in needles.items():
-        held = np.zeros(count, dtype=np.bool_)
-        for run in runs:
-            needle.mark(run, held)
-        found[token] = held
+    """Which of `count` texts hold each needle, by its token.
+
+    Each run is searched for every needle before the next is taken, so a run read back
+    from the spill file is read once per search.
+    """
+    found = {token: np.zeros(count, dtype=np.bool_) for token in needles}
+    for run in runs:
+        for token, needle in needles.items():
+            needle.mark(run, found[token])
     return found

@@ -40,16 +40,30 @@ class NoteFiles:
         self._by_file: dict[str, str] = {}  # absolute path -> vault-relative path
         self._covered = False
         self._lock = threading.Lock()
+        self.generation = 0
+        """Counts the listings that found something changed (a walk always does)."""
 
     def current(self) -> Files:
         """The note files now (a new dict each call: the caller may keep it)."""
+        files = self.changed_since(None)
+        assert files is not None  # noqa: S101 - generation None is never the current one
+        return files
+
+    def changed_since(self, generation: int | None) -> Files | None:
+        """The note files now, or None when the listing is still what it was at `generation`.
+
+        A scan searching 100,480 notes compared each one's stamp with the one it held
+        (~55 ms of every search made while help x16's index built) though most searches
+        come with nothing changed.
+        """
         with self._lock:
             try:
-                return dict(self._update())
+                files = self._update()
             except BaseException:
                 # The events drained for this listing would be lost: walk next time.
                 self._files = None
                 raise
+            return None if generation == self.generation else dict(files)
 
     def _update(self) -> Files:
         files = self._files
@@ -61,12 +75,14 @@ class NoteFiles:
         if files is None or not self._covered or changes is None or changes.folders:
             files, self._covered = self._vault.walk_files(self._watcher)
             self._files = files
+            self.generation += 1
             self._by_file = {abs_path: rel for rel, (abs_path, _stamp) in files.items()}
             return files
         for abs_path in changes.paths:
             rel = self._by_file.get(abs_path)
             if rel is None:
                 continue  # not a note: an attachment, or a folder's own event
+            self.generation += 1
             try:
                 stat = os.stat(abs_path)
             except OSError:
