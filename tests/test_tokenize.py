@@ -7,7 +7,12 @@ kept and accent-folded, a tag never eats the start of a longer tag, tags glued t
 
 from __future__ import annotations
 
+import unicodedata
+from collections import Counter
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langchain_vaultsearch.text import tokenize as tokenize_module
 from langchain_vaultsearch.text.tokenize import (
@@ -15,8 +20,10 @@ from langchain_vaultsearch.text.tokenize import (
     fold_accents,
     set_run_cache_size,
     symbol_terms,
+    term_occurrences,
     tokenize_mixed,
 )
+from langchain_vaultsearch.text.markdown_syntax import TAG_PATTERN
 from langchain_vaultsearch.vault.markdown import parse_note
 
 # --------------------------------------------------------------------------- reference §3 table
@@ -330,3 +337,45 @@ def test_the_run_cache_stays_within_its_limit_and_changes_no_terms() -> None:
         assert len(tokenize_module._RUN_TERMS) <= 64
     finally:
         set_run_cache_size(tokenize_module.SEARCH_RUN_CACHE)
+
+
+def _terms_found_by_the_pattern(text: str) -> list[str]:
+    """Every term occurrence as found before runs were split at the byte level: the
+    joined-run pattern over the whole text, and emoji apart."""
+    lowered = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
+    terms = symbol_terms(lowered)
+    remainder = lowered
+    if "#" in lowered:
+        for match in TAG_PATTERN.finditer(lowered):
+            tag_terms: dict[str, None] = {}
+            tokenize_module._add_tag_terms(match.group(0).rstrip("/-"), tag_terms)
+            terms.extend(tag_terms)
+        remainder = TAG_PATTERN.sub(" ", lowered)
+    for run in tokenize_module._JOINED_RUN.findall(remainder):
+        terms.extend(tokenize_module._split_run(run))
+    return terms
+
+
+_MIXED_TEXT = st.text(
+    st.one_of(
+        st.sampled_from(list(" \n\t.,;:!?()[]<>'\"’-_#+/@«»—。、，　\u00a0\u0301")),
+        st.sampled_from(list("aZé9ßİ東京学校한국어ไทยКириллица🚀✅")),
+        st.characters(codec="utf-8"),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_MIXED_TEXT)
+def test_runs_split_at_the_byte_level_give_the_terms_the_pattern_gives(text: str) -> None:
+    # ASCII separators split the UTF-8 at C speed; what stays glued (non-ASCII
+    # punctuation, emoji, CJK, a combining accent) is split by the pattern, once per run.
+    expected = _terms_found_by_the_pattern(text)
+    assert Counter(term_occurrences(text)) == Counter(expected)
+    assert sorted(tokenize_mixed(text)) == sorted(dict.fromkeys(expected))
+
+
+def test_a_lone_surrogate_is_split_not_refused() -> None:
+    # What `surrogateescape` makes of a file name that is not UTF-8.
+    assert tokenize_mixed("caf\udce9 menu") == ["caf", "menu"]

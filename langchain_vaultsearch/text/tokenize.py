@@ -46,10 +46,13 @@ _W = WORD_CHARS
 _WORD = re.compile(f"[{_W}]+")
 # Word runs that may be joined by '.', '-' or an apostrophe ("next.js", "e-mail").
 _JOINED_RUN = re.compile(f"[{_W}.'’\\-]+")
-# For ASCII text, str.translate + split finds the same runs as _JOINED_RUN at C speed; most
-# notes are ASCII and tokenizing them is the bulk of indexing a vault.
-_ASCII_SEPARATORS = str.maketrans(
-    {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "_.'-")}
+# The ASCII characters that end a joined run, as spaces; every other byte (the UTF-8 of a
+# non-ASCII character too) kept. Split on them, a text's UTF-8 falls at C speed into runs
+# that `_split_byte_run` splits further only when they hold non-ASCII characters, once per
+# distinct run: finding joined runs with the pattern took 40% of tokenizing the 34-language
+# help vault, whose notes are mostly not pure ASCII (`_RunTerms`).
+_BYTE_SEPARATORS = bytes(
+    32 if c < 128 and not (chr(c).isalnum() or chr(c) in "_.'-") else c for c in range(256)
 )
 
 
@@ -66,6 +69,14 @@ _EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u2300-\u23
 
 def symbol_terms(lowered: str) -> list[str]:
     """Language names (`c#`, `c++`) and emoji, which the word splitting drops."""
+    terms = _language_terms(lowered)
+    if not lowered.isascii():
+        terms.extend(_EMOJI.findall(lowered))
+    return terms
+
+
+def _language_terms(lowered: str) -> list[str]:
+    """Language names: `c#`, `c++`."""
     terms: list[str] = []
     if "#" in lowered or "+" in lowered:
         for match in _LANGUAGE_MARK.finditer(lowered):
@@ -73,8 +84,6 @@ def symbol_terms(lowered: str) -> list[str]:
             letter = lowered[at - 1] if at else ""
             if "a" <= letter <= "z" and (at < 2 or not _GLUED.match(lowered, at - 2)):
                 terms.append(letter + match.group())
-    if not lowered.isascii():
-        terms.extend(_EMOJI.findall(lowered))
     return terms
 
 
@@ -89,23 +98,20 @@ def tokenize_mixed(text: str) -> list[str]:
         text: any text: a note chunk, a title, a path or a query.
 
     Returns:
-        Language names (`c#`, `c++`) and emoji, tag terms (`#a/b`, `a/b`, `#a`, `a`,
-        `b`), then word terms, CJK bigrams, and accent-folded variants (`café` also
-        gives `cafe`).
+        Language names (`c#`, `c++`), tag terms (`#a/b`, `a/b`, `#a`, `a`, `b`), then
+        word terms, CJK bigrams, accent-folded variants (`café` also gives `cafe`) and
+        emoji.
     """
     if not text:
         return []
     lowered = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
-    tokens: dict[str, None] = dict.fromkeys(symbol_terms(lowered))
+    tokens: dict[str, None] = dict.fromkeys(_language_terms(lowered))
     remainder = lowered
     if "#" in lowered:
         for match in TAG_PATTERN.finditer(lowered):
             _add_tag_terms(match.group(0).rstrip("/-"), tokens)
         remainder = TAG_PATTERN.sub(" ", lowered)
-    if remainder.isascii():
-        runs = dict.fromkeys(remainder.translate(_ASCII_SEPARATORS).split())
-    else:
-        runs = dict.fromkeys(_JOINED_RUN.findall(remainder))
+    runs = dict.fromkeys(_byte_runs(remainder))
     tokens.update(dict.fromkeys(itertools.chain.from_iterable(map(_RUN_TERMS.__getitem__, runs))))
     # Interned, so the recall postings and every cached chunk share one copy of each term.
     return list(map(sys.intern, tokens))
@@ -123,7 +129,7 @@ def term_occurrences(text: str) -> list[str]:
     if not text:
         return []
     lowered = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
-    terms: list[str] = symbol_terms(lowered)
+    terms = _language_terms(lowered)
     remainder = lowered
     if "#" in lowered:
         for match in TAG_PATTERN.finditer(lowered):
@@ -131,16 +137,21 @@ def term_occurrences(text: str) -> list[str]:
             _add_tag_terms(match.group(0).rstrip("/-"), tag_terms)
             terms.extend(tag_terms)
         remainder = TAG_PATTERN.sub(" ", lowered)
-    if remainder.isascii():
-        runs = remainder.translate(_ASCII_SEPARATORS).split()
-    else:
-        runs = _JOINED_RUN.findall(remainder)
-    terms.extend(itertools.chain.from_iterable(map(_RUN_TERMS.__getitem__, runs)))
+    terms.extend(itertools.chain.from_iterable(map(_RUN_TERMS.__getitem__, _byte_runs(remainder))))
     return terms
 
 
-class _RunTerms(dict[str, tuple[str, ...]]):
-    """The terms of each joined run seen, split on first sight.
+def _byte_runs(text: str) -> list[bytes]:
+    """The text's UTF-8 split where an ASCII character ends a joined run.
+
+    A lone surrogate (a file name decoded with `surrogateescape`) is kept as its bytes,
+    so a query holding one is split rather than refused.
+    """
+    return text.encode("utf-8", "surrogatepass").translate(_BYTE_SEPARATORS).split()
+
+
+class _RunTerms(dict[bytes, tuple[str, ...]]):
+    """The terms of each run between ASCII separators seen, split on first sight.
 
     Words recur across a vault (Zipf), and splitting a run that holds punctuation, CJK or
     accents costs ~10 Python operations; caching the split made indexing a 6,280-note,
@@ -155,10 +166,10 @@ class _RunTerms(dict[str, tuple[str, ...]]):
         super().__init__()
         self.limit = limit
 
-    def __missing__(self, run: str) -> tuple[str, ...]:
+    def __missing__(self, run: bytes) -> tuple[str, ...]:
         if len(self) >= self.limit:
             self.clear()
-        terms = self[run] = _split_run(run)
+        terms = self[run] = _split_byte_run(run)
         return terms
 
 
@@ -180,6 +191,21 @@ def set_run_cache_size(runs: int) -> None:
     _RUN_TERMS.limit = runs
     if len(_RUN_TERMS) > runs:
         _RUN_TERMS.clear()
+
+
+def _split_byte_run(run: bytes) -> tuple[str, ...]:
+    """Terms of a run between ASCII separators, each time one of its joined runs has it.
+
+    Repeats are kept for `term_occurrences`; emoji and non-ASCII punctuation (`«»`, `—`,
+    `。`) are not separators at the byte level, so a run holding any is split again here.
+    """
+    text = run.decode("utf-8", "surrogatepass")
+    if text.isascii():
+        return _split_run(text)
+    terms = list(map(sys.intern, _EMOJI.findall(text)))
+    for joined in _JOINED_RUN.findall(text):
+        terms.extend(_split_run(joined))
+    return tuple(terms)
 
 
 def _split_run(run: str) -> tuple[str, ...]:
