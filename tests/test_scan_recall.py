@@ -173,7 +173,7 @@ def test_a_scan_over_its_text_budget_finds_the_same_with_or_without_its_spill_fi
 ) -> None:
     queries = [["sync"], ["js"], ["next.js"], ["同步"], ["#web/frontend"], ["zanzibar", "the"]]
     unbounded = ScanRecall(scan_vault)
-    monkeypatch.setattr(scan_recall_module, "STREAM_BATCH_BYTES", 64)  # several batches
+    monkeypatch.setattr(scan_recall_module, "RUN_BYTES", 64)  # several runs
     with caplog.at_level(logging.WARNING):
         bounded = ScanRecall(scan_vault, text_budget_bytes=held_bytes)
     assert bounded._held_bytes <= held_bytes

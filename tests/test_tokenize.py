@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_vaultsearch.text import tokenize as tokenize_module
+from langchain_vaultsearch.text.markdown_syntax import TAG_PATTERN
 from langchain_vaultsearch.text.tokenize import (
     contains_cjk,
     fold_accents,
@@ -23,7 +24,6 @@ from langchain_vaultsearch.text.tokenize import (
     term_occurrences,
     tokenize_mixed,
 )
-from langchain_vaultsearch.text.markdown_syntax import TAG_PATTERN
 from langchain_vaultsearch.vault.markdown import parse_note
 
 # --------------------------------------------------------------------------- reference §3 table

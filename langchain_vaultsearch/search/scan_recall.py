@@ -180,8 +180,7 @@ def _pieces(notes: Sequence[_ScannedNote]) -> list[_Piece]:
     """The notes' texts as runs of consecutive notes kept alike, in order.
 
     Made once per layout: grouping 100,480 notes' texts anew took ~0.18 s of every search
-    made while help x16's index built. A run read back from the spill file or the vault
-    ends after about `STREAM_BATCH_BYTES`, which is what a search holds of it at once.
+    made while help x16's index built. A run ends after about `RUN_BYTES` of text.
     """
     pieces: list[_Piece] = []
     batch = 0  # bytes of the last piece, when it is read per search
@@ -192,6 +191,7 @@ def _pieces(notes: Sequence[_ScannedNote]) -> list[_Piece]:
                 isinstance(last, _Run)
                 and last.buffer is note.buffer
                 and last.ends[-1] <= note.start
+                and note.end - last.starts[0] <= RUN_BYTES
             ):
                 last = _Run(note.buffer, index, array("q"), array("q"))
                 pieces.append(last)
@@ -201,7 +201,7 @@ def _pieces(notes: Sequence[_ScannedNote]) -> list[_Piece]:
             if not (
                 isinstance(last, _SpilledRun)
                 and last.low + last.ends[-1] <= note.start
-                and note.end - last.low <= STREAM_BATCH_BYTES
+                and note.end - last.low <= RUN_BYTES
             ):
                 last = _SpilledRun(note.start, index, array("q"), array("q"))
                 pieces.append(last)
@@ -209,7 +209,7 @@ def _pieces(notes: Sequence[_ScannedNote]) -> list[_Piece]:
             last.ends.append(note.end - last.low)
         else:
             size = note.stamp[1] + 1
-            if not isinstance(last, _UnheldRun) or batch + size > STREAM_BATCH_BYTES:
+            if not isinstance(last, _UnheldRun) or batch + size > RUN_BYTES:
                 last, batch = _UnheldRun(index, []), 0
                 pieces.append(last)
             last.files.append((note.file, note.stamp))
@@ -480,15 +480,18 @@ class ScanRecall:
         return [(paths[i], float(scores[i])) for i in order.tolist() if scores[i] > 0.0]
 
 
-STREAM_BATCH_BYTES = 8 * 1024 * 1024
-"""Text of notes beyond the budget read per step of a search."""
+RUN_BYTES = 1024 * 1024
+"""Text searched for every term of a query before the next is taken: it stays in the
+core's cache between the terms, instead of each term reading ~500 MB from memory (the
+index build's workers, meanwhile, wait on memory less), and it is what a search holds at
+once of the text read back from the spill file or the vault."""
 
 
 class SpillFile:
     """The lowercased text of the notes beyond the scan's text budget, kept on disk.
 
     Read and lowercased once, when the scan lists a note, and read back by every search in
-    blocks of `STREAM_BATCH_BYTES`, instead of every search opening, reading and
+    blocks of `RUN_BYTES`, instead of every search opening, reading and
     lowercasing each of those notes again (5-6 s a search on the 100,480-note help x16
     vault, 360 MB beyond the budget; the searches made while the index builds also
     took the build's cores). The file has no name (`tempfile.TemporaryFile`), so the
@@ -513,7 +516,7 @@ class SpillFile:
         self._pending += b"\n"
         start = self._written + len(self._pending)
         self._pending += text
-        if len(self._pending) >= STREAM_BATCH_BYTES:
+        if len(self._pending) >= RUN_BYTES:
             self.flush()
         return start, start + len(text)
 
