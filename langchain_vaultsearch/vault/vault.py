@@ -443,9 +443,13 @@ class Vault:
             polled = not listing.watched
             polled_folders = polled_folders or polled
             stat_every_note = polled or stat_all or not known
+            # Joined by hand: `os.path.join` per note took ~55 ms of a restart's first
+            # refresh at 100,480 notes.
+            rel_prefix = f"{rel_dir}/" if rel_dir else ""
+            abs_prefix = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
             for name in listing.files:
-                rel = f"{rel_dir}/{name}" if rel_dir else name
-                abs_path = os.path.join(abs_dir, name)
+                rel = rel_prefix + name
+                abs_path = abs_prefix + name
                 is_link = name in listing.linked
                 if not (
                     stat_every_note or abs_path in events.paths or abs_path in self._polled_notes
