@@ -127,7 +127,7 @@ def vault_stats(vault: Path) -> VaultStats:
 
 
 def warm_page_cache(vault: Path) -> None:
-    """Read every note once, so a measured run finds them in the operating system's cache.
+    """Read every note once, so no measured run pays for the disk (all find them cached).
 
     Without it, the first run over a vault also measured the disk: the first query over
     the 100,000-note synthetic vault took 20.2 s at the default budget and 6.6 s in the

@@ -516,7 +516,7 @@ def run_in_subprocess(
     if system == "ours":
         # A cold start builds from the notes; the restart measures the index it saves.
         (job.path / SAVED_INDEX).unlink(missing_ok=True)
-        warm_page_cache(job.path)
+    warm_page_cache(job.path)
     with tempfile.TemporaryDirectory(prefix="vaultsearch-speed-") as tmp:
         spec_path = Path(tmp) / "spec.json"
         out_path = Path(tmp) / "result.json"

@@ -341,9 +341,10 @@ def test_the_run_cache_stays_within_its_limit_and_changes_no_terms() -> None:
 
 def _terms_found_by_the_pattern(text: str) -> list[str]:
     """Every term occurrence as found before runs were split at the byte level: the
-    joined-run pattern over the whole text, and emoji apart."""
+    joined-run pattern over the whole text, and emoji apart. One difference is meant: a
+    pictograph that is also a word character (`❶`) inside a tag is the tag's only."""
     lowered = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
-    terms = symbol_terms(lowered)
+    terms = tokenize_module._language_terms(lowered)
     remainder = lowered
     if "#" in lowered:
         for match in TAG_PATTERN.finditer(lowered):
@@ -351,6 +352,7 @@ def _terms_found_by_the_pattern(text: str) -> list[str]:
             tokenize_module._add_tag_terms(match.group(0).rstrip("/-"), tag_terms)
             terms.extend(tag_terms)
         remainder = TAG_PATTERN.sub(" ", lowered)
+    terms.extend(tokenize_module._EMOJI.findall(remainder))
     for run in tokenize_module._JOINED_RUN.findall(remainder):
         terms.extend(tokenize_module._split_run(run))
     return terms
@@ -374,6 +376,31 @@ def test_runs_split_at_the_byte_level_give_the_terms_the_pattern_gives(text: str
     expected = _terms_found_by_the_pattern(text)
     assert Counter(term_occurrences(text)) == Counter(expected)
     assert sorted(tokenize_mixed(text)) == sorted(dict.fromkeys(expected))
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("ship it 🚀 now", ["ship", "it", "🚀", "now"]),
+        ("done✅ «next» step", ["done", "✅", "next", "step"]),
+        ("#todo ❶ first", ["#todo", "todo", "❶", "❶", "first"]),
+        ("C# — 東京 🚀", ["c#", "c", "東京", "🚀"]),
+    ],
+)
+def test_term_occurrences_keep_the_order_of_the_text(text: str, terms: list[str]) -> None:
+    # TF-IDF's word pairs are made of neighbouring terms: an emoji stays where it is.
+    assert term_occurrences(text) == terms
+
+
+def test_long_runs_are_split_but_not_kept() -> None:
+    # A paragraph of Chinese is one run between ASCII separators: it is not cached.
+    paragraph = "今天我们在会议上讨论了新的项目计划，并且决定下周开始。" * 3
+    long_run = paragraph.encode()
+    assert len(long_run) > tokenize_module.MAX_CACHED_RUN_BYTES
+    assert "会议" in tokenize_mixed(paragraph)
+    assert long_run not in tokenize_module._RUN_TERMS
+    assert tokenize_mixed("東京 ok") == ["東京", "ok"]
+    assert "東京".encode() in tokenize_module._RUN_TERMS  # a word is kept
 
 
 def test_a_lone_surrogate_is_split_not_refused() -> None:

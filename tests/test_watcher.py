@@ -525,21 +525,23 @@ def test_note_files_stat_only_the_edited_note_after_the_first_walk(
 @needs_inotify
 def test_note_files_say_when_nothing_changed_since_a_listing(root: Path) -> None:
     files = NoteFiles(Vault(root))
-    listed = files.current()
-    seen = files.generation
-    assert files.changed_since(seen) is None
+    seen, listed = files.listing()
+    assert files.changed_since(seen) == (seen, None)
     edit(root / "Inbox.md", "edited\n")
-    after = files.changed_since(seen)
+    now, after = files.changed_since(seen)
     assert after is not None
+    assert now > seen
     assert after["Inbox.md"][1] != listed["Inbox.md"][1]
-    assert files.changed_since(files.generation) is None
-    assert files.changed_since(seen) == after  # an older generation gets the listing
+    assert files.changed_since(now) == (now, None)
+    assert files.changed_since(seen) == (now, after)  # an older generation gets the listing
 
 
 def test_note_files_of_an_unwatched_vault_always_changed(root: Path) -> None:
     files = NoteFiles(Vault(root, watch=False))
-    files.current()
-    assert files.changed_since(files.generation) == files.current()
+    seen, listed = files.listing()
+    now, again = files.changed_since(seen)
+    assert now > seen
+    assert again == listed
 
 
 @pytest.mark.parametrize("how", ["unwatched vault", "symlinked note"])

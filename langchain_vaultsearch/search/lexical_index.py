@@ -33,7 +33,7 @@ from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.search.vault_documents import apply_changes
 from langchain_vaultsearch.vault.change_feed import ChangeFeed
-from langchain_vaultsearch.vault.note_files import Files, NoteFiles
+from langchain_vaultsearch.vault.note_files import Listing, NoteFiles
 from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -147,7 +147,7 @@ class LexicalIndex:
             if len(changes.updated) >= self.policy.freeze_after_notes:
                 _freeze_long_lived_objects()
 
-    def _files_to_scan(self) -> tuple[NoteFiles, Files] | None:
+    def _files_to_scan(self) -> tuple[NoteFiles, Listing] | None:
         """A never-indexed large vault's files, as just listed: scanned until the build is in.
 
         Also while the build runs without a scan (making the scan failed, e.g. interrupted):
@@ -163,8 +163,8 @@ class LexicalIndex:
         ):
             return None
         files = NoteFiles(self.vault)
-        listed = files.current()
-        return (files, listed) if len(listed) >= threshold else None
+        listed = files.listing()
+        return (files, listed) if len(listed[1]) >= threshold else None
 
     def _restore(self, path: Path | None = None, *, built_here: bool = False) -> bool:
         """Load a saved index (lock held); False when there is none to load.

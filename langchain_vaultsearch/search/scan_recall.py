@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
-from langchain_vaultsearch.vault.note_files import Files, NoteFiles
+from langchain_vaultsearch.vault.note_files import Listing, NoteFiles
 from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of
 from langchain_vaultsearch.vault.note_records import Stamp
 from langchain_vaultsearch.vault.vault import Vault, decode_note
@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 # Shorter terms match whole words only, as `Vocabulary.expand` does not expand them.
 _MIN_PREFIX = 3
+# What may stand before or after a word in a query but is not part of it.
+_OUTER_PUNCTUATION = "?!,;:()[]{}\"'“”‘’«»¿¡…"
 
 # A text to search: `(buffer, start, end)`.
 _Span = tuple[bytes | bytearray, int, int]
@@ -261,7 +263,7 @@ class ScanRecall:
         vault: Vault,
         files: NoteFiles | None = None,
         text_budget_bytes: int | None = None,
-        listed: Files | None = None,
+        listed: Listing | None = None,
     ) -> None:
         """Read every note of the vault (no parsing).
 
@@ -271,7 +273,7 @@ class ScanRecall:
             text_budget_bytes: how much lowercased text to hold in memory; the notes
                 beyond it go to a temporary file (`SpillFile`) every search reads back (a
                 100,000-note vault has ~500 MB of text). None holds all of it.
-            listed: what `files.current()` just returned, so it is not listed twice.
+            listed: what `files.listing()` just returned, so it is not listed twice.
         """
         self._vault = vault
         self._text_budget = text_budget_bytes
@@ -288,17 +290,18 @@ class ScanRecall:
     def __len__(self) -> int:
         return len(self._notes)
 
-    def refresh(self, listed: Files | None = None) -> None:
+    def refresh(self, listed: Listing | None = None) -> None:
         """Read the notes added or changed since the last refresh and forget removed ones.
 
         Args:
-            listed: `NoteFiles.current()` when the caller has just called it.
+            listed: `NoteFiles.listing()` when the caller has just called it.
         """
-        files = self._files.changed_since(self._generation) if listed is None else listed
-        if files is None:
+        listing = listed or self._changed_listing()
+        if listing is None:
             return  # nothing listed has changed since the last refresh
-        generation = self._files.generation
+        generation, files = listing
         with self._lock:
+            unread = False  # a note that could not be read is tried again next time
             gone = self._notes.keys() - files.keys()
             if gone:
                 self._layout = None  # first: an error midway must not leave it stale
@@ -339,6 +342,7 @@ class ScanRecall:
                 self._held_bytes -= stamp[1]
                 if text is None:
                     del self._notes[path]
+                    unread = True
                     continue
                 start, end = used + 1, used + 1 + len(text)
                 if end > len(buffer):
@@ -350,14 +354,26 @@ class ScanRecall:
                 self._held_bytes += len(text)
                 self._notes[path] = _ScannedNote(stamp, buffer, start, end, meta, abs_path)
             if beyond:
-                self._spill_notes(beyond)
-            self._generation = generation  # not before: an interrupted refresh is done again
+                unread = not self._spill_notes(beyond) or unread
+            # The listing applied last, once all of it was read: a refresh that raised
+            # midway, or read an older listing than one applied meanwhile, is made again.
+            self._generation = None if unread else generation
 
-    def _spill_notes(self, paths: list[str]) -> None:
+    def _changed_listing(self) -> Listing | None:
+        """The note files, or None when none changed since the listing last refreshed from."""
+        if self._generation is None:
+            return self._files.listing()
+        generation, files = self._files.changed_since(self._generation)
+        return None if files is None else (generation, files)
+
+    def _spill_notes(self, paths: list[str]) -> bool:
         """Read notes beyond the text budget into the spill file (lock held).
 
         Where the file cannot be made or written (logged), the notes stay as they are:
         each search reads them from the vault.
+
+        Returns:
+            False when a note could not be read (it is left out).
         """
         notes = [self._notes[path] for path in paths]
         texts = self._read_all((note.file, note.stamp) for note in notes)
@@ -376,16 +392,19 @@ class ScanRecall:
                 len(paths),
                 exc,
             )
-            return
+            return True
         # Made anew rather than `dataclasses.replace`d: 0.6 s of a first search at 100,000 notes.
+        complete = True
         for note, path, where in zip(notes, paths, placed, strict=True):
             if where is None:
                 del self._notes[path]  # gone or unreadable since it was listed
+                complete = False
             else:
                 start, end = where
                 self._notes[path] = _ScannedNote(
                     note.stamp, None, start, end, note.meta, note.file, spilled=True
                 )
+        return complete
 
     def _forget(self, path: str) -> None:
         """Drop a note (lock held); its text stays in its buffer until the buffer goes."""
@@ -461,6 +480,8 @@ class ScanRecall:
             for term in dict.fromkeys(t.strip().lower() for t in recall_terms if t.strip())
             if (search := _Search.of(term)).parts
         ]
+        if not searches:
+            return []
         # The query, its variants and its salient terms share words: each is searched for
         # once (a three-word query searched the text 14 times for 4 words).
         needles = {token: _Needle(token) for search in searches for token in search.tokens}
@@ -638,7 +659,8 @@ class _Search:
         for word in term.split():
             tokens = tokenize_mixed(word)
             if tokens:
-                parts.append(_Part(tokens, word if len(tokens) > 1 else None))
+                typed = word.strip(_OUTER_PUNCTUATION)  # "next.js?" is in texts as next.js
+                parts.append(_Part(tokens, typed if len(tokens) > 1 and typed else None))
         return cls(parts)
 
     @property

@@ -65,6 +65,8 @@ _GLUED = re.compile(r"[\w#+]")
 # Emoji and pictographs: not word characters, yet what a note about "🚀 launches" is
 # found by. Each is a term of its own.
 _EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u2300-\u23ff\u3030\u303d]")
+# A run between ASCII separators in the order of the text: its joined runs and emoji.
+_JOINED_RUN_OR_EMOJI = re.compile(f"{_JOINED_RUN.pattern}|{_EMOJI.pattern}")
 
 
 def symbol_terms(lowered: str) -> list[str]:
@@ -98,9 +100,9 @@ def tokenize_mixed(text: str) -> list[str]:
         text: any text: a note chunk, a title, a path or a query.
 
     Returns:
-        Language names (`c#`, `c++`), tag terms (`#a/b`, `a/b`, `#a`, `a`, `b`), then
-        word terms, CJK bigrams, accent-folded variants (`café` also gives `cafe`) and
-        emoji.
+        Language names (`c#`, `c++`), tag terms (`#a/b`, `a/b`, `#a`, `a`, `b`), then,
+        in the order of the text, word terms, CJK bigrams, accent-folded variants (`café`
+        also gives `cafe`) and emoji (a pictograph in a tag is the tag's).
     """
     if not text:
         return []
@@ -118,10 +120,11 @@ def tokenize_mixed(text: str) -> list[str]:
 
 
 def term_occurrences(text: str) -> list[str]:
-    """Every term occurrence of the text, in order: `tokenize_mixed` with repeats kept.
+    """Every term occurrence of the text: `tokenize_mixed`'s order, with repeats kept.
 
     For scorers that count (BM25 Okapi and TF-IDF over a chunk store, seed 004): the
-    same words, bigrams and tag terms as the lexical index, each as often as it occurs.
+    same words, bigrams and tag terms as the lexical index, each as often as it occurs;
+    the words and emoji in the order of the text, which TF-IDF's word pairs follow.
 
     Args:
         text: the text to split.
@@ -167,10 +170,19 @@ class _RunTerms(dict[bytes, tuple[str, ...]]):
         self.limit = limit
 
     def __missing__(self, run: bytes) -> tuple[str, ...]:
-        if len(self) >= self.limit:
-            self.clear()
-        terms = self[run] = _split_byte_run(run)
+        terms = _split_byte_run(run)
+        if len(run) <= MAX_CACHED_RUN_BYTES:
+            if len(self) >= self.limit:
+                self.clear()
+            self[run] = terms
         return terms
+
+
+MAX_CACHED_RUN_BYTES = 64
+"""Longer runs are split each time, not kept: Chinese or Japanese text runs from one ASCII
+separator to the next through its own punctuation (a paragraph is a run), so such runs
+rarely recur and, kept, would make the cache's size in bytes, not its count of runs, what
+grows (a run and its bigrams, ~1 KB each, half a million of them in a build worker)."""
 
 
 SEARCH_RUN_CACHE = 1 << 14
@@ -202,9 +214,14 @@ def _split_byte_run(run: bytes) -> tuple[str, ...]:
     text = run.decode("utf-8", "surrogatepass")
     if text.isascii():
         return _split_run(text)
-    terms = list(map(sys.intern, _EMOJI.findall(text)))
-    for joined in _JOINED_RUN.findall(text):
-        terms.extend(_split_run(joined))
+    terms: list[str] = []
+    for part in _JOINED_RUN_OR_EMOJI.findall(text):
+        if _JOINED_RUN.fullmatch(part) is None:
+            terms.append(sys.intern(part))  # an emoji
+        else:
+            terms.extend(_split_run(part))
+            # A few pictographs are word characters too (`❶`, a number): also emoji.
+            terms.extend(map(sys.intern, _EMOJI.findall(part)))
     return tuple(terms)
 
 

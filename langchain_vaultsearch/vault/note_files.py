@@ -19,6 +19,8 @@ from langchain_vaultsearch.vault.watcher import FolderWatcher
 
 Files = dict[str, tuple[str, Stamp]]
 """Vault-relative path -> (absolute path, (mtime_ns, size, ctime_ns)), as `list_files`."""
+Listing = tuple[int, Files]
+"""Note files and the `NoteFiles.generation` they are current for."""
 
 
 class NoteFiles:
@@ -41,29 +43,36 @@ class NoteFiles:
         self._covered = False
         self._lock = threading.Lock()
         self.generation = 0
-        """Counts the listings that found something changed (a walk always does)."""
+        """Counts the changes listings found (each note an event named, each walk)."""
 
     def current(self) -> Files:
         """The note files now (a new dict each call: the caller may keep it)."""
-        files = self.changed_since(None)
-        assert files is not None  # noqa: S101 - generation None is never the current one
-        return files
+        return self.listing()[1]
 
-    def changed_since(self, generation: int | None) -> Files | None:
-        """The note files now, or None when the listing is still what it was at `generation`.
+    def listing(self) -> Listing:
+        """The note files now, with the generation they are current for."""
+        with self._lock:
+            files = self._listed()
+            return self.generation, dict(files)
+
+    def changed_since(self, generation: int) -> tuple[int, Files | None]:
+        """Like `listing`, with None for the files when they are still as at `generation`.
 
         A scan searching 100,480 notes compared each one's stamp with the one it held
         (~55 ms of every search made while help x16's index built) though most searches
         come with nothing changed.
         """
         with self._lock:
-            try:
-                files = self._update()
-            except BaseException:
-                # The events drained for this listing would be lost: walk next time.
-                self._files = None
-                raise
-            return None if generation == self.generation else dict(files)
+            files = self._listed()
+            return self.generation, None if generation == self.generation else dict(files)
+
+    def _listed(self) -> Files:
+        try:
+            return self._update()
+        except BaseException:
+            # The events drained for this listing would be lost: walk next time.
+            self._files = None
+            raise
 
     def _update(self) -> Files:
         files = self._files
