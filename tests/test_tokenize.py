@@ -392,15 +392,20 @@ def test_term_occurrences_keep_the_order_of_the_text(text: str, terms: list[str]
     assert term_occurrences(text) == terms
 
 
-def test_long_runs_are_split_but_not_kept() -> None:
-    # A paragraph of Chinese is one run between ASCII separators: it is not cached.
+def test_a_long_run_counts_for_its_length_in_the_run_cache() -> None:
+    # A paragraph of Chinese is one run between ASCII separators: it is kept, but takes
+    # the room of as many short runs as its bytes would fill.
     paragraph = "今天我们在会议上讨论了新的项目计划，并且决定下周开始。" * 3
-    long_run = paragraph.encode()
-    assert len(long_run) > tokenize_module.MAX_CACHED_RUN_BYTES
-    assert "会议" in tokenize_mixed(paragraph)
-    assert long_run not in tokenize_module._RUN_TERMS
-    assert tokenize_mixed("東京 ok") == ["東京", "ok"]
-    assert "東京".encode() in tokenize_module._RUN_TERMS  # a word is kept
+    weight = 1 + len(paragraph.encode()) // tokenize_module.RUN_WEIGHT_BYTES
+    set_run_cache_size(weight + 1)
+    try:
+        assert "会议" in tokenize_mixed(paragraph)
+        assert tokenize_module._RUN_TERMS.used == weight
+        assert tokenize_mixed("東京 ok") == ["東京", "ok"]  # two more: over the limit
+        assert paragraph.encode() not in tokenize_module._RUN_TERMS
+        assert tokenize_module._RUN_TERMS.used <= weight + 1
+    finally:
+        set_run_cache_size(tokenize_module.SEARCH_RUN_CACHE)
 
 
 def test_a_lone_surrogate_is_split_not_refused() -> None:

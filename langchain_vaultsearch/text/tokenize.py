@@ -162,27 +162,35 @@ class _RunTerms(dict[bytes, tuple[str, ...]]):
     (`map(terms.__getitem__, runs)`). Emptied when it reaches `limit` runs, so a vault of
     unique words cannot grow it; the limit is what it may cost: 65,536 runs held 25 MB of
     keys, tuples and terms, a sixth of a 6,280-note vault's search process, where the
-    index build's worker processes want more runs for their tens of thousands of notes.
+    index build's worker processes want more runs for their tens of thousands of notes. A
+    run counts once per `RUN_WEIGHT_BYTES` it holds: Chinese, Japanese or Thai text runs
+    from one ASCII separator to the next through its own punctuation (a paragraph may be
+    one run, with a bigram per character), so counted as one each, such runs would make
+    the cache's bytes grow far past what its count of runs says.
     """
 
     def __init__(self, limit: int) -> None:
         super().__init__()
         self.limit = limit
+        self.used = 0
 
     def __missing__(self, run: bytes) -> tuple[str, ...]:
         terms = _split_byte_run(run)
-        if len(run) <= MAX_CACHED_RUN_BYTES:
-            if len(self) >= self.limit:
-                self.clear()
-            self[run] = terms
+        weight = 1 + len(run) // RUN_WEIGHT_BYTES
+        if self.used + weight > self.limit:
+            self.clear()
+        self[run] = terms
+        self.used += weight
         return terms
 
+    def clear(self) -> None:
+        """Forget every run."""
+        super().clear()
+        self.used = 0
 
-MAX_CACHED_RUN_BYTES = 64
-"""Longer runs are split each time, not kept: Chinese or Japanese text runs from one ASCII
-separator to the next through its own punctuation (a paragraph is a run), so such runs
-rarely recur and, kept, would make the cache's size in bytes, not its count of runs, what
-grows (a run and its bigrams, ~1 KB each, half a million of them in a build worker)."""
+
+RUN_WEIGHT_BYTES = 64
+"""What a cached run may hold per unit of the cache's limit."""
 
 
 SEARCH_RUN_CACHE = 1 << 14
@@ -199,9 +207,9 @@ _RUN_TERMS = _RunTerms(SEARCH_RUN_CACHE)
 
 
 def set_run_cache_size(runs: int) -> None:
-    """Keep up to `runs` joined runs split (an index build process keeps more)."""
+    """Keep up to `runs` runs split (an index build process keeps more; see `_RunTerms`)."""
     _RUN_TERMS.limit = runs
-    if len(_RUN_TERMS) > runs:
+    if _RUN_TERMS.used > runs:
         _RUN_TERMS.clear()
 
 
