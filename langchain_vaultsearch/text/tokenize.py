@@ -106,15 +106,12 @@ def tokenize_mixed(text: str) -> list[str]:
     """
     if not text:
         return []
-    lowered = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
-    tokens: dict[str, None] = dict.fromkeys(_language_terms(lowered))
-    remainder = lowered
-    if "#" in lowered:
-        for match in TAG_PATTERN.finditer(lowered):
-            _add_tag_terms(match.group(0).rstrip("/-"), tokens)
-        remainder = TAG_PATTERN.sub(" ", lowered)
-    runs = dict.fromkeys(_byte_runs(remainder))
-    tokens.update(dict.fromkeys(itertools.chain.from_iterable(map(_RUN_TERMS.__getitem__, runs))))
+    symbols, runs = _symbols_and_runs(text)
+    tokens = dict.fromkeys(symbols)
+    unique_runs = dict.fromkeys(runs)
+    tokens.update(
+        dict.fromkeys(itertools.chain.from_iterable(map(_RUN_TERMS.__getitem__, unique_runs)))
+    )
     # Interned, so the recall postings and every cached chunk share one copy of each term.
     return list(map(sys.intern, tokens))
 
@@ -131,26 +128,31 @@ def term_occurrences(text: str) -> list[str]:
     """
     if not text:
         return []
+    terms, runs = _symbols_and_runs(text)
+    terms.extend(itertools.chain.from_iterable(map(_RUN_TERMS.__getitem__, runs)))
+    return terms
+
+
+def _symbols_and_runs(text: str) -> tuple[list[str], list[bytes]]:
+    """What `tokenize_mixed` and `term_occurrences` split alike.
+
+    Returns:
+        The language names and each tag's terms, in order, then the lowercased text
+        without its tags as UTF-8 split where an ASCII character ends a joined run (a
+        lone surrogate, from a file name decoded with `surrogateescape`, is kept as its
+        bytes, so a query holding one is split rather than refused).
+    """
     lowered = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
-    terms = _language_terms(lowered)
+    symbols = _language_terms(lowered)
     remainder = lowered
     if "#" in lowered:
         for match in TAG_PATTERN.finditer(lowered):
             tag_terms: dict[str, None] = {}
             _add_tag_terms(match.group(0).rstrip("/-"), tag_terms)
-            terms.extend(tag_terms)
+            symbols.extend(tag_terms)
         remainder = TAG_PATTERN.sub(" ", lowered)
-    terms.extend(itertools.chain.from_iterable(map(_RUN_TERMS.__getitem__, _byte_runs(remainder))))
-    return terms
-
-
-def _byte_runs(text: str) -> list[bytes]:
-    """The text's UTF-8 split where an ASCII character ends a joined run.
-
-    A lone surrogate (a file name decoded with `surrogateescape`) is kept as its bytes,
-    so a query holding one is split rather than refused.
-    """
-    return text.encode("utf-8", "surrogatepass").translate(_BYTE_SEPARATORS).split()
+    runs = remainder.encode("utf-8", "surrogatepass").translate(_BYTE_SEPARATORS).split()
+    return symbols, runs
 
 
 class _RunTerms(dict[bytes, tuple[str, ...]]):
