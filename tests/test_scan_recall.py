@@ -11,6 +11,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,6 +115,104 @@ def test_scan_finds_each_word_of_a_term_apart(scan_vault: Vault) -> None:
     assert paths(scan.candidates(["deploying next.js?"], 10)) == ["Web/Next.md"]
     assert scan.candidates(["bundles next.js zanzibar"], 10) == []  # every word counts
     assert scan.candidates(["- -"], 10) == []  # no word to find
+
+
+def _texts_searched(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+    """The tokens of each search of every note's text (not of the paths), as they come."""
+    searched: list[set[str]] = []
+    real_found = scan_recall_module._found
+
+    def recording(runs: Any, count: int, needles: dict[str, Any]) -> Any:
+        if not isinstance(runs, list):  # the paths are laid out once, as a list of runs
+            searched.append(set(needles))
+        return real_found(runs, count, needles)
+
+    monkeypatch.setattr(scan_recall_module, "_found", recording)
+    return searched
+
+
+QUERIES = [
+    ["how the vault syncs", "vault", "syncs"],
+    ["deploying next.js apps", "next.js"],
+    ["bundles next.js zanzibar"],
+    ["#web/frontend"],
+    ["同步 笔记", "同步"],
+    ["手机和电脑"],
+    ["json value per line", "jsonl"],
+    ["the"],
+    ["sync phone", "phone"],
+    ["zanzibar sync", "zanzibar"],
+]
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=" | ".join)
+def test_words_looked_for_only_where_a_search_needs_them_find_what_a_search_everywhere_finds(
+    scan_vault: Vault, monkeypatch: pytest.MonkeyPatch, query: list[str]
+) -> None:
+    lazy = ScanRecall(scan_vault).candidates(query, 10)
+    monkeypatch.setattr(
+        scan_recall_module,
+        "_searched_whole",
+        lambda searches, cached: set().union(*(search.tokens for search in searches)),
+    )
+    assert lazy == ScanRecall(scan_vault).candidates(query, 10)
+
+
+def test_a_question_s_other_words_are_looked_for_only_in_the_notes_holding_its_rare_one(
+    scan_vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    searched = _texts_searched(monkeypatch)
+    scan = ScanRecall(scan_vault)
+    found = scan.candidates(["mentions zanzibar once", "zanzibar"], 10)
+    assert paths(found) == ["Hidden words.md"]
+    assert searched == [{"zanzibar"}]
+    assert scan.candidates(["how the vault syncs", "vault"], 10)[0][0] == "Sync.md"
+    assert searched[1:] == [{"vault"}]
+    # A term of one part is found everywhere; a tag is found as the tag, not its parts.
+    assert paths(scan.candidates(["#web/frontend"], 10)) == ["Web/Next.md"]
+    assert searched[2:] == [{"#web/frontend"}]
+
+
+def test_a_term_found_before_is_not_searched_for_again_until_the_notes_change(
+    scan_vault: Vault, monkeypatch: pytest.MonkeyPatch, touch: Callable[[Path, str, int], None]
+) -> None:
+    searched = _texts_searched(monkeypatch)
+    scan = ScanRecall(scan_vault)
+    assert paths(scan.candidates(["zanzibar"], 10)) == ["Hidden words.md"]
+    assert paths(scan.candidates(["zanzibar"], 10)) == ["Hidden words.md"]
+    # A word found before anchors a longer term: only the new word is looked for, and
+    # only in the note holding the old one.
+    assert paths(scan.candidates(["zanzibar mentions"], 10)) == ["Hidden words.md"]
+    assert searched == [{"zanzibar"}]
+    touch(scan_vault.root / "Sync.md", "A zanzibar sync.\n", 10)
+    scan.refresh()
+    assert set(paths(scan.candidates(["zanzibar"], 10))) == {"Hidden words.md", "Sync.md"}
+    assert searched == [{"zanzibar"}, {"zanzibar"}]
+
+
+def test_the_terms_kept_found_stay_within_their_bytes(
+    scan_vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scan = ScanRecall(scan_vault)
+    monkeypatch.setattr(scan_recall_module, "FOUND_CACHE_BYTES", 4 * len(scan))
+    for term in ["zanzibar", "sync", "phone", "json", "bundles"]:
+        scan.candidates([term], 10)
+    layout = scan._laid_out_notes()
+    assert len(layout.found) * len(scan) <= 4 * len(scan)
+    assert (True, "bundles") in layout.found  # the newest stay
+    assert (True, "zanzibar") not in layout.found
+
+
+def test_a_word_s_tokens_are_looked_for_only_where_they_can_change_what_matches() -> None:
+    tag = scan_recall_module._Part.of("#web/frontend")
+    assert tag == scan_recall_module._Part(["#web/frontend"], None)
+    cjk = scan_recall_module._Part.of("手机和电脑")
+    assert cjk is not None
+    assert cjk.as_typed is None
+    assert cjk.words == ["手机", "机和", "和电", "电脑"]
+    joined = scan_recall_module._Part.of("next.js?")
+    assert joined == scan_recall_module._Part(["next", "js", "nextjs"], "next.js")
+    assert scan_recall_module._Part.of("-") is None
 
 
 def test_a_scan_refresh_interrupted_while_reading_loses_no_note(
@@ -228,9 +327,9 @@ def test_notes_beyond_the_budget_are_read_once_into_the_spill_file_not_per_searc
 
     monkeypatch.setattr(scan_recall_module, "_open_hinted", counting)
     scan = ScanRecall(scan_vault, text_budget_bytes=0)
-    for _ in range(3):
-        assert paths(scan.candidates(["zanzibar"], 10)) == ["Hidden words.md"]
-    # Read once, when listed; without the file, by every search.
+    for term in ["zanzibar", "zanzi", "zanzib"]:
+        assert paths(scan.candidates([term], 10)) == ["Hidden words.md"]
+    # Read once, when listed; without the file, by every search of a term not searched before.
     assert len(opened) == (len(scan) if spill_file else 3 * len(scan))
     touch(scan_vault.root / "Hidden words.md", "Mentions a quokka now.\n", 10)
     scan.refresh()

@@ -103,7 +103,8 @@ def build_vault_index(
         True when written; False when the target's folder is refused (logged).
     """
     vault = spec.open()
-    paths = sorted(vault.list_files())
+    listed = vault.list_files()
+    paths = [(path, listed[path][0]) for path in sorted(listed)]
     workers = build_processes(processes)
     count = max(min(workers, len(paths)), math.ceil(len(paths) / SHARD_NOTES), 1)
     shards = [paths[i * len(paths) // count : (i + 1) * len(paths) // count] for i in range(count)]
@@ -132,7 +133,7 @@ def build_vault_index(
             return _merge(vault, written, target, vocabulary, links.result)
 
 
-def index_shard(spec: VaultSpec, paths: Sequence[str], out: str, runs: int) -> str:
+def index_shard(spec: VaultSpec, paths: Sequence[tuple[str, str]], out: str, runs: int) -> str:
     """Index some notes and write their postings, saved rows and links to `out`.
 
     Runs in a worker process. Notes that cannot be read (gone, over the size limit) are
@@ -140,7 +141,7 @@ def index_shard(spec: VaultSpec, paths: Sequence[str], out: str, runs: int) -> s
 
     Args:
         spec: the vault.
-        paths: the shard's notes.
+        paths: the shard's notes, with their files, as the vault listed them.
         out: the file to write.
         runs: joined runs the worker keeps split (its share of `BUILD_RUN_CACHE`).
 
@@ -155,8 +156,8 @@ def index_shard(spec: VaultSpec, paths: Sequence[str], out: str, runs: int) -> s
     aliases: dict[str, list[str]] = {}
 
     def documents() -> Iterator[RecallDocument]:
-        for path in paths:
-            read = vault.read_note(path)
+        for path, file in paths:
+            read = vault.read_listed(path, file)
             if read is None:
                 continue
             info, text, stamp = read

@@ -31,7 +31,7 @@ import threading
 from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -89,6 +89,12 @@ class _Needle:
             end = b"" if len(token) >= _MIN_PREFIX else rb"(?!\w)"
             self._word = re.compile(rb"%s(?<!\w%s)%s" % (literal, literal, end))
 
+    def holds(self, buffer: bytes | bytearray, start: int, end: int) -> bool:
+        """Whether the text `buffer[start:end]` holds the term."""
+        if self._word is None:
+            return buffer.find(self.token, start, end) >= 0
+        return self._word.search(buffer, start, end) is not None
+
     def mark(self, run: _Run, found: npt.NDArray[np.bool_]) -> None:
         """Set `found` at each text of the run holding the term.
 
@@ -130,6 +136,11 @@ class _Run:
     starts: array[int]
     ends: array[int]
 
+    @property
+    def size(self) -> int:
+        """How many texts it holds."""
+        return len(self.starts)
+
 
 def _runs(spans: Iterable[_Span], first: int = 0) -> list[_Run]:
     """Spans grouped into runs of consecutive texts of one buffer; the first is text `first`."""
@@ -156,6 +167,11 @@ class _SpilledRun:
     starts: array[int]
     ends: array[int]
 
+    @property
+    def size(self) -> int:
+        """How many texts it holds."""
+        return len(self.starts)
+
     def read(self, spill: SpillFile) -> _Run:
         """The texts, read back from the spill file."""
         return _Run(spill.read(self.low, self.ends[-1]), self.first, self.starts, self.ends)
@@ -167,6 +183,11 @@ class _UnheldRun:
 
     first: int
     files: list[tuple[str, Stamp]]
+
+    @property
+    def size(self) -> int:
+        """How many texts it holds."""
+        return len(self.files)
 
     def read(self, read_all: _ReadAll) -> _Run:
         """The texts, read from the vault (an unreadable note's text is empty)."""
@@ -225,13 +246,16 @@ class _Layout:
 
     Laying out 100,480 notes' paths for the path search and counting their folders took
     0.17 s of every search made while help x16's index built, grouping their texts into
-    runs 0.18 s more.
+    runs 0.18 s more. Which notes hold a term is kept too (`found`), as long as the
+    layout: a term of an earlier search is not looked for again.
     """
 
     paths: list[str]
     texts: list[_Piece]
     metas: list[_Run]
     folder_sizes: Counter[str]
+    found: dict[tuple[bool, str], npt.NDArray[np.bool_]] = field(default_factory=dict)
+    """`(in the text, term)` -> which notes hold it, the oldest first (`remember`)."""
 
     @classmethod
     def of(cls, notes: dict[str, _ScannedNote]) -> _Layout:
@@ -243,9 +267,22 @@ class _Layout:
             Counter(map(folder_of, notes)),
         )
 
-    def text_runs(self, read_all: _ReadAll, spill: SpillFile | None) -> Iterator[_Run]:
-        """The notes' texts, those not held read back a run at a time."""
+    def text_runs(
+        self,
+        read_all: _ReadAll,
+        spill: SpillFile | None,
+        among: npt.NDArray[np.bool_] | None = None,
+    ) -> Iterator[_Run]:
+        """The notes' texts, those not held read back a run at a time.
+
+        Args:
+            read_all: reads the notes kept neither in memory nor in the spill file.
+            spill: the spill file, if any.
+            among: when given, only the runs holding one of these notes.
+        """
         for piece in self.texts:
+            if among is not None and not among[piece.first : piece.first + piece.size].any():
+                continue
             if isinstance(piece, _Run):
                 yield piece
             elif isinstance(piece, _SpilledRun):
@@ -253,6 +290,19 @@ class _Layout:
                     yield piece.read(spill)
             else:
                 yield piece.read(read_all)
+
+    def remember(self, in_text: bool, found: dict[str, npt.NDArray[np.bool_]]) -> None:
+        """Keep which notes hold each term, dropping the oldest beyond `FOUND_CACHE_BYTES`."""
+        for token, notes in found.items():
+            self.found[(in_text, token)] = notes
+        while len(self.found) > 1 and len(self.found) * len(self.paths) > FOUND_CACHE_BYTES:
+            del self.found[next(iter(self.found))]
+
+
+FOUND_CACHE_BYTES = 8 * 1024 * 1024
+"""What a layout keeps of which notes hold the terms of earlier searches: 40 terms at
+100,000 notes, each in the texts and the paths. The queries of one topic share words, and
+each word looked for again took ~0.25 s over help x16's 490 MB while its index built."""
 
 
 class ScanRecall:
@@ -485,11 +535,18 @@ class ScanRecall:
         # The query, its variants and its salient terms share words: each is searched for
         # once (a three-word query searched the text 14 times for 4 words).
         needles = {token: _Needle(token) for search in searches for token in search.tokens}
-        bodies = _found(layout.text_runs(self._read_all, self._spill), len(paths), needles)
-        metas = _found(layout.metas, len(paths), needles)
+        with self._lock:
+            cached = {token for in_text, token in layout.found if in_text}
+        whole = _searched_whole(searches, cached)
+        bodies = self._found(layout, True, {token: needles[token] for token in whole})
+        metas = self._found(layout, False, needles)
         scores = np.zeros(len(paths), dtype=np.float64)
         for search in searches:
-            body = search.held(bodies)
+            known = [part for part in search.parts if part.tokens <= whole]
+            body = np.logical_and.reduce([part.held(bodies) for part in known])
+            if len(known) < len(search.parts):
+                others = [part for part in search.parts if part not in known]
+                body = self._held_among(layout, others, body, needles)
             meta = search.held(metas)
             either = body | meta
             found_in = int(either.sum())
@@ -499,6 +556,66 @@ class ScanRecall:
             scores += idf * either + idf * meta
         order = np.argsort(-scores, kind="stable")[:limit]
         return [(paths[i], float(scores[i])) for i in order.tolist() if scores[i] > 0.0]
+
+    def _found(
+        self, layout: _Layout, in_text: bool, needles: dict[str, _Needle]
+    ) -> dict[str, npt.NDArray[np.bool_]]:
+        """Which notes hold each needle in their text, or in their path; kept per layout."""
+        with self._lock:
+            found = {
+                token: layout.found[(in_text, token)]
+                for token in needles
+                if (in_text, token) in layout.found
+            }
+        missing = {token: needle for token, needle in needles.items() if token not in found}
+        if missing:
+            runs = layout.text_runs(self._read_all, self._spill) if in_text else layout.metas
+            searched = _found(runs, len(layout.paths), missing)
+            with self._lock:
+                layout.remember(in_text, searched)
+            found.update(searched)
+        return found
+
+    def _held_among(
+        self,
+        layout: _Layout,
+        parts: list[_Part],
+        among: npt.NDArray[np.bool_],
+        needles: dict[str, _Needle],
+    ) -> npt.NDArray[np.bool_]:
+        """Which of the notes `among` hold every part in their text, each note searched alone.
+
+        A question's words ("how", "do", "i") matter only in the notes that hold its other
+        words, found first: searched in every note as well, they took half of each
+        question's search while help x16's index built.
+        """
+        held = np.zeros(len(among), dtype=np.bool_)
+        for run in layout.text_runs(self._read_all, self._spill, among):
+            for i in np.flatnonzero(among[run.first : run.first + run.size]).tolist():
+                start, end = run.starts[i], run.ends[i]
+                held[run.first + i] = all(
+                    part.holds(run.buffer, start, end, needles) for part in parts
+                )
+        return held
+
+
+def _searched_whole(searches: list[_Search], cached: set[str]) -> set[str]:
+    """The tokens every note's text is searched for; the others are looked for only in some.
+
+    A search of one part needs its tokens found in every note. A search of more needs one
+    part found everywhere, and the others only in the notes that hold it
+    (`ScanRecall._held_among`): a part found already (`cached`) or to be, else the one of
+    a single token, the longest (the likeliest rare).
+    """
+    whole: set[str] = set()
+    for search in sorted(searches, key=lambda search: len(search.parts)):
+        if not any(part.tokens <= whole | cached for part in search.parts):
+            whole |= max(search.parts, key=_likely_rare).tokens
+    return whole | (cached & set().union(*(search.tokens for search in searches)))
+
+
+def _likely_rare(part: _Part) -> tuple[bool, int]:
+    return len(part.tokens) == 1, max(map(len, part.tokens))
 
 
 RUN_BYTES = 1024 * 1024
@@ -635,10 +752,40 @@ class _Part:
     words: list[str]
     as_typed: str | None
 
+    @classmethod
+    def of(cls, word: str) -> _Part | None:
+        """The part of one word of a term; None when it has no token (a lone `-`)."""
+        tokens = tokenize_mixed(word)
+        if not tokens:
+            return None
+        typed = word.strip(_OUTER_PUNCTUATION)  # "next.js?" is in texts as next.js
+        if len(tokens) == 1 or not typed:
+            return cls(tokens, None)
+        if typed in tokens:
+            # A tag ("#a/b": #a/b, a/b, #a, a, b): the texts holding all its tokens hold it.
+            return cls([typed], None)
+        if all(contains_cjk(token) and token in typed for token in tokens):
+            # CJK bigrams match anywhere: the texts holding the word as typed hold them all.
+            return cls(tokens, None)
+        return cls(tokens, typed)
+
+    @property
+    def tokens(self) -> set[str]:
+        """Every string searched for."""
+        return {*self.words, *([] if self.as_typed is None else [self.as_typed])}
+
     def held(self, found: dict[str, npt.NDArray[np.bool_]]) -> npt.NDArray[np.bool_]:
         """Which texts match, from which texts hold each token (`_found`)."""
         held = np.logical_and.reduce([found[word] for word in self.words])
         return held if self.as_typed is None else held | found[self.as_typed]
+
+    def holds(
+        self, buffer: bytes | bytearray, start: int, end: int, needles: dict[str, _Needle]
+    ) -> bool:
+        """Whether the text `buffer[start:end]` matches, each token found by its needle."""
+        if all(needles[word].holds(buffer, start, end) for word in self.words):
+            return True
+        return self.as_typed is not None and needles[self.as_typed].holds(buffer, start, end)
 
 
 @dataclass(frozen=True)
@@ -654,20 +801,13 @@ class _Search:
 
     @classmethod
     def of(cls, term: str) -> _Search:
-        """The term's parts; those with no token (a lone `-`) are left out."""
-        parts = []
-        for word in term.split():
-            tokens = tokenize_mixed(word)
-            if tokens:
-                typed = word.strip(_OUTER_PUNCTUATION)  # "next.js?" is in texts as next.js
-                parts.append(_Part(tokens, typed if len(tokens) > 1 and typed else None))
-        return cls(parts)
+        """The term's parts; the words with no token (a lone `-`) are left out."""
+        return cls([part for word in term.split() if (part := _Part.of(word)) is not None])
 
     @property
-    def tokens(self) -> list[str]:
+    def tokens(self) -> set[str]:
         """Every string searched for."""
-        found = [word for part in self.parts for word in part.words]
-        return found + [part.as_typed for part in self.parts if part.as_typed is not None]
+        return set().union(*(part.tokens for part in self.parts))
 
     def held(self, found: dict[str, npt.NDArray[np.bool_]]) -> npt.NDArray[np.bool_]:
         """Which texts match, from which texts hold each token (`_found`)."""
