@@ -103,8 +103,7 @@ def build_vault_index(
         True when written; False when the target's folder is refused (logged).
     """
     vault = spec.open()
-    listed = vault.list_files()
-    paths = [(path, listed[path][0]) for path in sorted(listed)]
+    paths = [(path, file) for path, (file, _stamp) in sorted(vault.list_files().items())]
     workers = build_processes(processes)
     count = max(min(workers, len(paths)), math.ceil(len(paths) / SHARD_NOTES), 1)
     shards = [paths[i * len(paths) // count : (i + 1) * len(paths) // count] for i in range(count)]
