@@ -4,7 +4,7 @@ Reading, parsing and tokenizing is ~0.85 ms of Python per note: 100,000 notes to
 in one process before this module (and ~1.2 ms a note). Here the note list is cut into
 shards of a few thousand notes, worker processes index one shard at a time (each note
 read once, its text never kept) and write the shard's postings, saved rows and links to a
-file, and the parent merges the shards in note order: vocabularies by a set union as the
+file, and the parent merges the shards in note order: their terms numbered as the
 shards come, postings by placing each shard's rows at their offsets in the merged rows
 (no sort), saved rows by concatenation, and the links resolved once every note's name and
 aliases are known, in a process beside the parent. Memory stays bounded by the shard size
@@ -45,6 +45,7 @@ from langchain_vaultsearch.search.recall import (
     RecallIndex,
     RecallSnapshot,
     SortedTerms,
+    TermNumbering,
 )
 from langchain_vaultsearch.search.vault_documents import note_document
 from langchain_vaultsearch.text.tokenize import BUILD_RUN_CACHE, set_run_cache_size
@@ -111,25 +112,22 @@ def build_vault_index(
         files = [str(folder / f"shard-{number:05d}.npz") for number in range(len(shards))]
         runs = [BUILD_RUN_CACHE // max(2, workers)] * len(shards)
         jobs = list(zip([spec] * len(shards), shards, files, runs, strict=True))
-        vocabulary: set[str] = set()
-        written: list[Path] = []
+        terms = _GatheredTerms()
         if workers == 1 or len(shards) == 1:
             for job in jobs:
-                written.append(Path(index_shard(*job)))
-                vocabulary.update(_shard_terms(written[-1]))
-            return _merge(vault, written, target, vocabulary, partial(link_rows, written))
+                terms.add(Path(index_shard(*job)))
+            return _merge(vault, target, terms, partial(link_rows, terms.shards))
         context = multiprocessing.get_context("spawn")
-        # The merge starts as the shards come: their terms are gathered while later shards
+        # The merge starts as the shards come: their terms are numbered while later shards
         # are indexed, and the links are resolved in a process of their own beside the
         # postings' merge (one core was idle for the 5.6 s of help x16's merge). The
         # shards' workers exit first, with their run caches (~200 MB each).
         with ProcessPoolExecutor(workers, context, worker_setup) as pool:
             for name in pool.map(index_shard, *zip(*jobs, strict=True)):
-                written.append(Path(name))
-                vocabulary.update(_shard_terms(written[-1]))
+                terms.add(Path(name))
         with ProcessPoolExecutor(1, context, worker_setup) as linker:
-            links = linker.submit(link_rows, written)
-            return _merge(vault, written, target, vocabulary, links.result)
+            links = linker.submit(link_rows, terms.shards)
+            return _merge(vault, target, terms, links.result)
 
 
 def index_shard(spec: VaultSpec, paths: Sequence[tuple[str, str]], out: str, runs: int) -> str:
@@ -183,13 +181,35 @@ def index_shard(spec: VaultSpec, paths: Sequence[tuple[str, str]], out: str, run
     return out
 
 
-def _shard_terms(shard_file: Path) -> list[str]:
-    """A shard's terms."""
-    shard = open_mapped(shard_file)
-    try:
-        return SortedTerms(_terms(shard.arrays)).decode_all()
-    finally:
-        shard.release_pages()
+class _GatheredTerms:
+    """The shards written so far, each one's terms numbered in the order they first came.
+
+    Numbered as each shard comes, while later ones are indexed: mapping every shard's
+    terms to their merged ranks once all had come took ~1.3 s of help x16's merge; now
+    the merge sorts the terms once and maps the numbers in numpy (`ranks`).
+    """
+
+    def __init__(self) -> None:
+        self.shards: list[Path] = []
+        self._numbering = TermNumbering()
+        self._numbered: list[npt.NDArray[np.int32]] = []
+
+    def add(self, shard_file: Path) -> None:
+        """Number the terms of a shard written (the next in note order)."""
+        shard = open_mapped(shard_file)
+        try:
+            terms = SortedTerms(_terms(shard.arrays)).decode_all()
+        finally:
+            shard.release_pages()
+        number = self._numbering.__getitem__
+        self._numbered.append(np.fromiter(map(number, terms), dtype=np.int32, count=len(terms)))
+        self.shards.append(shard_file)
+
+    def ranks(self) -> tuple[list[npt.NDArray[np.int32]], SortedTerms]:
+        """Each shard's terms' ranks among every shard's terms, and those terms (once)."""
+        ranks, terms = self._numbering.ranked()
+        numbered, self._numbered = self._numbered, []
+        return [ranks[numbers] for numbers in numbered], terms
 
 
 def link_rows(shard_files: list[Path]) -> Rows:
@@ -205,37 +225,19 @@ def _aliases(shards: list[MappedArchive]) -> dict[str, list[str]]:
     return {str(path): names for shard in shards for path, names in shard.header["aliases"].items()}
 
 
-def _merge(
-    vault: Vault,
-    shard_files: list[Path],
-    target: Path,
-    vocabulary: set[str],
-    links: Callable[[], Rows],
-) -> bool:
+def _merge(vault: Vault, target: Path, gathered: _GatheredTerms, links: Callable[[], Rows]) -> bool:
     """Merge shard files, in order, into one index file.
 
     Args:
         vault: the vault indexed.
-        shard_files: the shards, in note order.
         target: the index file to write.
-        vocabulary: every term of the shards (emptied here).
+        gathered: the shards, in note order, and their terms (emptied here).
         links: the outlink rows (`link_rows`), asked for once the postings are merged.
     """
-    shards = [open_mapped(path) for path in shard_files]
+    shards = [open_mapped(path) for path in gathered.shards]
     paths = [str(path) for shard in shards for path in shard.header["paths"]]
     bases = np.cumsum([0] + [len(shard.header["paths"]) for shard in shards])[:-1]
-    ordered = sorted(vocabulary)
-    vocabulary.clear()
-    ranks = {term: rank for rank, term in enumerate(ordered)}
-    terms = SortedTerms.from_sorted(ordered)
-    del ordered
-    to_merged = [
-        np.fromiter(
-            map(ranks.__getitem__, SortedTerms(_terms(shard.arrays)).decode_all()), dtype=np.int64
-        )
-        for shard in shards
-    ]
-    del ranks
+    to_merged, terms = gathered.ranks()
     fields = {}
     for field in _FIELDS:
         rows = [postings_from(shard.arrays, field) for shard in shards]
@@ -255,7 +257,7 @@ def _terms(arrays: dict[str, npt.NDArray[Any]]) -> bytes:
 
 def _merge_rows(
     rows: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]],
-    to_merged: list[npt.NDArray[np.int64]],
+    to_merged: list[npt.NDArray[np.int32]],
     bases: npt.NDArray[np.int64],
     terms: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:

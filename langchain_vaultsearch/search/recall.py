@@ -441,7 +441,7 @@ class Postings:
             notes.append(note_id)
 
 
-class _TermIds(dict[str, int]):
+class TermNumbering(dict[str, int]):
     """Term -> id, a new term taking the next id when first looked up.
 
     Most of a note's terms are known after the first notes: looking each up at C speed,
@@ -453,11 +453,20 @@ class _TermIds(dict[str, int]):
         term_id = self[term] = len(self)
         return term_id
 
+    def ranked(self) -> tuple[TermIds, SortedTerms]:
+        """The rank of each term id among the terms sorted, and the terms; the dict is emptied."""
+        ordered = sorted(self)
+        ids_by_rank = np.fromiter(map(self.__getitem__, ordered), dtype=np.int32, count=len(self))
+        self.clear()
+        ranks = np.empty(len(ordered), dtype=np.int32)
+        ranks[ids_by_rank] = np.arange(len(ordered), dtype=np.int32)
+        return ranks, SortedTerms.from_sorted(ordered)
+
 
 class _BulkPostings:
     """The postings of a bulk update or compaction, collected before the terms are sorted.
 
-    A dict interns the terms at C speed (`_TermIds`). Each field's term ids go into one
+    A dict interns the terms at C speed (`TermNumbering`). Each field's term ids go into one
     growing array, with each note's id and count of terms beside, and are packed as
     `note << 32 | term id` at the end, in numpy. It starts from the vocabulary's terms,
     so they keep their ids, and lives only until the terms are sorted.
@@ -465,7 +474,7 @@ class _BulkPostings:
 
     def __init__(self, known_terms: list[str]) -> None:
         """Start from the vocabulary's terms, in id order."""
-        self._ids = _TermIds(zip(known_terms, itertools.count()))
+        self._ids = TermNumbering(zip(known_terms, itertools.count()))
         # Per field (body, meta): term ids, then each note's id and its count of terms.
         self._fields = [(array("i"), array("i"), array("i")) for _ in range(2)]
 
@@ -479,13 +488,8 @@ class _BulkPostings:
 
     def sort_terms(self) -> tuple[TermIds, SortedTerms]:
         """Every term sorted, and the rank of each term id; the dict is released."""
-        ids, self._ids = self._ids, _TermIds()
-        ordered = sorted(ids)
-        ranks = np.empty(len(ordered), dtype=np.int32)
-        ids_by_rank = np.fromiter(map(ids.__getitem__, ordered), dtype=np.int32, count=len(ids))
-        del ids
-        ranks[ids_by_rank] = np.arange(len(ordered), dtype=np.int32)
-        return ranks, SortedTerms.from_sorted(ordered)
+        ids, self._ids = self._ids, TermNumbering()
+        return ids.ranked()
 
     def take_pairs(self) -> list[PackedPairs]:
         """Each field's packed pairs; the collecting arrays are handed over."""
