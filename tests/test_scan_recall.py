@@ -27,6 +27,7 @@ from langchain_vaultsearch.search.parallel_build import VaultSpec, build_vault_i
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.scan_recall import ScanRecall
 from langchain_vaultsearch.search.vault_documents import apply_changes
+from langchain_vaultsearch.text.tokenize import tokenize_mixed
 from langchain_vaultsearch.vault.note_files import Listing
 from langchain_vaultsearch.vault.note_info import folder_of
 from langchain_vaultsearch.vault.vault import MAX_NOTE_BYTES, Vault
@@ -142,20 +143,39 @@ QUERIES = [
     ["the"],
     ["sync phone", "phone"],
     ["zanzibar sync", "zanzibar"],
+    ["how do i sync", "sync"],
+    ["how do i sync", "sync", "phone sync devices", "json value", "value"],
 ]
 
 
+def _part_as_typed(word: str) -> scan_recall_module._Part | None:
+    """A word's part with every token and its as-typed form: what `_Part.of` simplifies."""
+    tokens = tokenize_mixed(word)
+    if not tokens:
+        return None
+    typed = word.strip(scan_recall_module._OUTER_PUNCTUATION)
+    return scan_recall_module._Part(tokens, typed if len(tokens) > 1 and typed else None)
+
+
+@pytest.mark.parametrize("held_bytes", [None, 0, 40], ids=["held", "spilled", "some held"])
 @pytest.mark.parametrize("query", QUERIES, ids=" | ".join)
 def test_words_looked_for_only_where_a_search_needs_them_find_what_a_search_everywhere_finds(
-    scan_vault: Vault, monkeypatch: pytest.MonkeyPatch, query: list[str]
+    scan_vault: Vault,
+    monkeypatch: pytest.MonkeyPatch,
+    spill_file: bool,
+    query: list[str],
+    held_bytes: int | None,
 ) -> None:
-    lazy = ScanRecall(scan_vault).candidates(query, 10)
+    monkeypatch.setattr(scan_recall_module, "RUN_BYTES", 16)  # a run per note or two
+    lazy = ScanRecall(scan_vault, text_budget_bytes=held_bytes).candidates(query, 10)
+    # Every token of every part, its as-typed form too, looked for in every note.
     monkeypatch.setattr(
         scan_recall_module,
         "_searched_whole",
         lambda searches, cached: set().union(*(search.tokens for search in searches)),
     )
-    assert lazy == ScanRecall(scan_vault).candidates(query, 10)
+    monkeypatch.setattr(scan_recall_module._Part, "of", staticmethod(_part_as_typed))
+    assert lazy == ScanRecall(scan_vault, text_budget_bytes=held_bytes).candidates(query, 10)
 
 
 def test_a_question_s_other_words_are_looked_for_only_in_the_notes_holding_its_rare_one(
@@ -182,8 +202,17 @@ def test_a_term_found_before_is_not_searched_for_again_until_the_notes_change(
     assert paths(scan.candidates(["zanzibar"], 10)) == ["Hidden words.md"]
     # A word found before anchors a longer term: only the new word is looked for, and
     # only in the note holding the old one.
+    looked_in: list[tuple[str, int]] = []
+    real_holds = scan_recall_module._Needle.holds
+
+    def recording(needle: Any, buffer: bytes | bytearray, start: int, end: int) -> bool:
+        looked_in.append((needle.token.decode(), end - start))
+        return bool(real_holds(needle, buffer, start, end))
+
+    monkeypatch.setattr(scan_recall_module._Needle, "holds", recording)
     assert paths(scan.candidates(["zanzibar mentions"], 10)) == ["Hidden words.md"]
     assert searched == [{"zanzibar"}]
+    assert looked_in == [("mentions", len(SCAN_NOTES["Hidden words.md"]))]
     touch(scan_vault.root / "Sync.md", "A zanzibar sync.\n", 10)
     scan.refresh()
     assert set(paths(scan.candidates(["zanzibar"], 10))) == {"Hidden words.md", "Sync.md"}
@@ -197,10 +226,13 @@ def test_the_terms_kept_found_stay_within_their_bytes(
     monkeypatch.setattr(scan_recall_module, "FOUND_CACHE_BYTES", 4 * len(scan))
     for term in ["zanzibar", "sync", "phone", "json", "bundles"]:
         scan.candidates([term], 10)
+        scan.candidates(["zanzibar"], 10)  # taken again, it stays
     layout = scan._laid_out_notes()
-    assert len(layout.found) * len(scan) <= 4 * len(scan)
-    assert (True, "bundles") in layout.found  # the newest stay
-    assert (True, "zanzibar") not in layout.found
+    assert list(layout.found) == [
+        (True, "bundles"),
+        (False, "bundles"),
+        *[(True, "zanzibar"), (False, "zanzibar")],
+    ]
 
 
 def test_a_word_s_tokens_are_looked_for_only_where_they_can_change_what_matches() -> None:

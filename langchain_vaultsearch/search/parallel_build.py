@@ -231,7 +231,7 @@ def _merge(vault: Vault, target: Path, gathered: _GatheredTerms, links: Callable
     Args:
         vault: the vault indexed.
         target: the index file to write.
-        gathered: the shards, in note order, and their terms (emptied here).
+        gathered: the shards, in note order, and their terms' numbering (emptied here).
         links: the outlink rows (`link_rows`), asked for once the postings are merged.
     """
     shards = [open_mapped(path) for path in gathered.shards]

@@ -247,7 +247,7 @@ class _Layout:
     Laying out 100,480 notes' paths for the path search and counting their folders took
     0.17 s of every search made while help x16's index built, grouping their texts into
     runs 0.18 s more. Which notes hold a term is kept too (`found`), as long as the
-    layout: a term of an earlier search is not looked for again.
+    layout: a term of an earlier search is not looked for again while it is kept.
     """
 
     paths: list[str]
@@ -540,13 +540,11 @@ class ScanRecall:
         whole = _searched_whole(searches, cached)
         bodies = self._found(layout, True, {token: needles[token] for token in whole})
         metas = self._found(layout, False, needles)
+        held_by_body = [_held_where_found(search, whole, bodies, len(paths)) for search in searches]
+        self._held_among(layout, [held for held in held_by_body if held.parts], needles)
         scores = np.zeros(len(paths), dtype=np.float64)
-        for search in searches:
-            known = [part for part in search.parts if part.tokens <= whole]
-            body = np.logical_and.reduce([part.held(bodies) for part in known])
-            if len(known) < len(search.parts):
-                others = [part for part in search.parts if part not in known]
-                body = self._held_among(layout, others, body, needles)
+        for search, held in zip(searches, held_by_body, strict=True):
+            body = held.notes
             meta = search.held(metas)
             either = body | meta
             found_in = int(either.sum())
@@ -562,11 +560,13 @@ class ScanRecall:
     ) -> dict[str, npt.NDArray[np.bool_]]:
         """Which notes hold each needle in their text, or in their path; kept per layout."""
         with self._lock:
+            # Taken again, a term goes to the end: the oldest taken leaves first.
             found = {
-                token: layout.found[(in_text, token)]
+                token: layout.found.pop((in_text, token))
                 for token in needles
                 if (in_text, token) in layout.found
             }
+            layout.remember(in_text, found)
         missing = {token: needle for token, needle in needles.items() if token not in found}
         if missing:
             runs = layout.text_runs(self._read_all, self._spill) if in_text else layout.metas
@@ -577,26 +577,49 @@ class ScanRecall:
         return found
 
     def _held_among(
-        self,
-        layout: _Layout,
-        parts: list[_Part],
-        among: npt.NDArray[np.bool_],
-        needles: dict[str, _Needle],
-    ) -> npt.NDArray[np.bool_]:
-        """Which of the notes `among` hold every part in their text, each note searched alone.
+        self, layout: _Layout, pending: list[_BodyMatches], needles: dict[str, _Needle]
+    ) -> None:
+        """Finish each search's matches: its other parts looked for in its notes alone.
 
         A question's words ("how", "do", "i") matter only in the notes that hold its other
         words, found first: searched in every note as well, they took half of each
-        question's search while help x16's index built.
+        question's search while help x16's index built. The notes of every search are
+        read in one pass, so the spill file is read back once per query at most.
         """
-        held = np.zeros(len(among), dtype=np.bool_)
+        if not pending:
+            return
+        among = np.logical_or.reduce([held.notes for held in pending])
         for run in layout.text_runs(self._read_all, self._spill, among):
             for i in np.flatnonzero(among[run.first : run.first + run.size]).tolist():
-                start, end = run.starts[i], run.ends[i]
-                held[run.first + i] = all(
-                    part.holds(run.buffer, start, end, needles) for part in parts
-                )
-        return held
+                note, start, end = run.first + i, run.starts[i], run.ends[i]
+                for held in pending:
+                    if held.notes[note]:
+                        held.notes[note] = all(
+                            part.holds(run.buffer, start, end, needles) for part in held.parts
+                        )
+
+
+@dataclass(frozen=True)
+class _BodyMatches:
+    """A search's matches in the notes' text, `notes`, made final by `ScanRecall._held_among`.
+
+    Until then `notes` holds the notes matching the parts found in every note, of which
+    those also holding `parts` (searched in those notes alone) match.
+    """
+
+    notes: npt.NDArray[np.bool_]
+    parts: list[_Part]
+
+
+def _held_where_found(
+    search: _Search, whole: set[str], bodies: dict[str, npt.NDArray[np.bool_]], count: int
+) -> _BodyMatches:
+    """A search's matches as far as the tokens found in every note's text say."""
+    known = [part for part in search.parts if part.tokens <= whole]
+    notes = np.ones(count, dtype=np.bool_)
+    for part in known:
+        notes &= part.held(bodies)
+    return _BodyMatches(notes, [part for part in search.parts if part not in known])
 
 
 def _searched_whole(searches: list[_Search], cached: set[str]) -> set[str]:

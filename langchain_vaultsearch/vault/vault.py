@@ -640,7 +640,8 @@ class Vault:
 
         Args:
             path: the note's vault-relative path.
-            abs_path: its file, from the same listing.
+            abs_path: its file, from the same listing: never a path from elsewhere (a
+                link, a query), which `read_note` checks.
         """
         try:
             stat = os.stat(abs_path)
