@@ -227,6 +227,34 @@ def locked_folder(prefix: str) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def kept_folder(folder: Path) -> Iterator[Path | None]:
+    """A folder that outlives its writer, locked for this process while in use.
+
+    For work a killed or stopped process leaves for the next to take up (a build's
+    shards). Never removed here: whoever finished the work removes it, and
+    `remove_abandoned_folders` one no process holds.
+
+    Yields:
+        The folder, or None when it cannot be made or another live process holds it.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / _FOLDER_LOCK, "ab")  # noqa: SIM115 - held while in use
+    except OSError as exc:
+        logger.debug("Cannot use %s: %s", folder, exc)
+        yield None
+        return
+    with lock:
+        if fcntl is not None:
+            try:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield None
+                return
+        yield folder
+
+
 def remove_abandoned_folders(candidates: Iterable[Path], older_than_s: float) -> int:
     """Remove `locked_folder`s no live process holds; returns how many went."""
     removed = 0

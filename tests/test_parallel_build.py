@@ -7,8 +7,15 @@ from typing import Any
 
 import pytest
 
-from langchain_vaultsearch.search import parallel_build
-from langchain_vaultsearch.search.index_cache import load_index, save_index
+from langchain_vaultsearch.safe_archive import kept_folder
+from langchain_vaultsearch.search import index_worker, parallel_build
+from langchain_vaultsearch.search.index_cache import (
+    BUILD_SHARDS_FOLDER,
+    index_path,
+    load_index,
+    remove_stale_temporaries,
+    save_index,
+)
 from langchain_vaultsearch.search.parallel_build import VaultSpec, build_vault_index
 from langchain_vaultsearch.search.recall import RecallIndex
 from langchain_vaultsearch.search.vault_documents import vault_documents
@@ -78,3 +85,124 @@ def test_an_empty_vault_builds_an_empty_index(tmp_path: Path) -> None:
     loaded = load_index(Vault(root, watch=False), tmp_path / "empty.npz")
     assert loaded is not None
     assert loaded[1] == []
+
+
+_INDEX_SHARD = parallel_build.index_shard
+
+
+class _StoppedError(Exception):
+    """What stops a build midway here, as a kill or a quit would."""
+
+
+def _index_shards(monkeypatch: pytest.MonkeyPatch, stop_after: int | None = None) -> list[str]:
+    """The shards indexed from now on; with `stop_after`, the build stops after that many."""
+    indexed: list[str] = []
+    real = _INDEX_SHARD
+
+    def recording(spec: VaultSpec, paths: Any, out: str, runs: int) -> str:
+        if stop_after is not None and len(indexed) == stop_after:
+            raise _StoppedError
+        indexed.append(Path(out).name)
+        return real(spec, paths, out, runs)
+
+    monkeypatch.setattr(parallel_build, "index_shard", recording)
+    return indexed
+
+
+@pytest.fixture
+def sharded_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> VaultSpec:
+    """The vault of NOTES in five shards of four notes."""
+    root = write_vault(tmp_path / "vault", NOTES)
+    monkeypatch.setattr(parallel_build, "SHARD_NOTES", 4)
+    return VaultSpec(str(root.resolve()), include_hidden=False, max_note_bytes=4096)
+
+
+def test_a_build_stopped_midway_is_taken_up_by_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded_vault: VaultSpec
+) -> None:
+    kept = tmp_path / "kept"
+    _index_shards(monkeypatch, stop_after=3)
+    with pytest.raises(_StoppedError):
+        build_vault_index(sharded_vault, tmp_path / "stopped.npz", 1, resume_in=kept)
+    assert len(list(kept.glob("shard-*.npz"))) == 3
+    # A note of the first shard changes meanwhile: that shard is indexed again.
+    edited = Path(sharded_vault.root) / "Area0/Note 00.md"
+    edited.write_text("# Note 0\n\nnow about a narwhal\n", encoding="utf-8")
+    indexed = _index_shards(monkeypatch)
+    assert build_vault_index(sharded_vault, tmp_path / "resumed.npz", 1, resume_in=kept)
+    assert len(indexed) == 3  # the two never written and the changed one, of five
+    assert not kept.exists()  # the index written, its shards go
+    assert build_vault_index(sharded_vault, tmp_path / "fresh.npz", 1)
+    root = Path(sharded_vault.root)
+    resumed = contents(tmp_path / "resumed.npz", root)
+    assert resumed == contents(tmp_path / "fresh.npz", root)
+    assert resumed["postings"]["narwhal"] == ["Area0/Note 00.md"]
+
+
+def test_a_kept_shard_that_cannot_be_read_is_indexed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded_vault: VaultSpec
+) -> None:
+    kept = tmp_path / "kept"
+    _index_shards(monkeypatch, stop_after=2)
+    with pytest.raises(_StoppedError):
+        build_vault_index(sharded_vault, tmp_path / "stopped.npz", 1, resume_in=kept)
+    damaged = sorted(kept.glob("shard-*.npz"))[0]
+    damaged.write_bytes(damaged.read_bytes()[:100])  # cut short, as a power cut may leave it
+    (kept / "tmpabc.tmp").write_bytes(b"half a shard")
+    indexed = _index_shards(monkeypatch)
+    assert build_vault_index(sharded_vault, tmp_path / "resumed.npz", 1, resume_in=kept)
+    assert len(indexed) == 4
+    assert build_vault_index(sharded_vault, tmp_path / "fresh.npz", 1)
+    root = Path(sharded_vault.root)
+    assert contents(tmp_path / "resumed.npz", root) == contents(tmp_path / "fresh.npz", root)
+
+
+def test_a_build_leaves_the_kept_shards_of_another_build_at_work_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded_vault: VaultSpec
+) -> None:
+    kept = tmp_path / "kept"
+    indexed = _index_shards(monkeypatch)
+    with kept_folder(kept) as held:  # another build holds it
+        assert held == kept
+        assert build_vault_index(sharded_vault, tmp_path / "other.npz", 1, resume_in=kept)
+        assert len(indexed) == 5
+        assert [entry.name for entry in kept.iterdir()] == ["lock"]
+    root = Path(sharded_vault.root)
+    assert contents(tmp_path / "other.npz", root)["current"]
+
+
+def test_kept_shards_wait_for_the_next_build_unless_an_index_is_saved(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "vault", NOTES)
+    vault = Vault(root, watch=False)
+    kept = index_path(vault).parent / BUILD_SHARDS_FOLDER
+    with kept_folder(kept) as folder:  # a build that stopped
+        assert folder == kept
+        (kept / "shard-0.npz").write_bytes(b"a shard")
+    remove_stale_temporaries(vault)
+    assert (kept / "shard-0.npz").exists()
+    vault.refresh(keep_text=False)
+    index = RecallIndex.from_documents(vault_documents(vault), len(vault.notes))
+    assert save_index(vault, index)
+    remove_stale_temporaries(vault)
+    assert not kept.exists()
+
+
+def test_the_index_process_keeps_its_shards_beside_the_saved_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[Path | None] = []
+
+    def recording(
+        spec: VaultSpec, target: Path, processes: Any, setup: Any, resume_in: Path | None = None
+    ) -> bool:
+        calls.append(resume_in)
+        return True
+
+    monkeypatch.setattr(index_worker, "build_vault_index", recording)
+    request = {"root": str(tmp_path), "include_hidden": False, "max_note_bytes": 4096}
+    target = tmp_path / ".vaultsearch" / "lexical-index.npz"
+    assert index_worker._build({**request, "target": str(target)}) == target
+    assert calls == [target.parent / BUILD_SHARDS_FOLDER]
+    written = index_worker._build({**request, "target": None})
+    written.unlink()
+    assert calls[1:] == [None]  # a temporary index: nothing to take up later

@@ -60,6 +60,9 @@ WORKER_FILE_PREFIX = "vaultsearch-"
 SHARD_FOLDER_PREFIX = "vaultsearch-shards-"
 """How a build across processes names the temporary folder of its shard files."""
 INDEX_FILE = "lexical-index.npz"
+BUILD_SHARDS_FOLDER = "build-shards"
+"""Beside the saved index: the shards of a build across processes not yet merged, for the
+next build to take up when this one is stopped or killed (`parallel_build`)."""
 
 
 def index_path(vault: Vault) -> Path:
@@ -181,14 +184,19 @@ def remove_stale_temporaries(vault: Vault, older_than_s: float = STALE_TEMPORARY
     `persist_index=False` writes `<tmp>/vaultsearch-XXXX.npz` for its parent. Killed at the
     wrong moment (kill -9, a power cut) they stay, and so does the shard folder of a build
     across processes (`parallel_build`); each is locked by its writer while written, so
-    one no writer holds goes now (`safe_archive.remove_abandoned`).
+    one no writer holds goes now (`safe_archive.remove_abandoned`). The shards a stopped
+    build kept beside the index (`BUILD_SHARDS_FOLDER`) stay for the next build, unless an
+    index is saved already.
     """
     folder = index_path(vault).parent
     ours = [] if refused_folder(folder) is not None else list(folder.glob("tmp*.tmp"))
     temporary = Path(tempfile.gettempdir())
     candidates = [*ours, *temporary.glob(f"{WORKER_FILE_PREFIX}*.npz")]
     removed = remove_abandoned(candidates, older_than_s)
-    shards = temporary.glob(f"{SHARD_FOLDER_PREFIX}*")
+    shards = [*temporary.glob(f"{SHARD_FOLDER_PREFIX}*")]
+    if refused_folder(folder) is None and index_path(vault).is_file():
+        # A stopped build's shards wait for the next build; with an index saved, none comes.
+        shards.append(folder / BUILD_SHARDS_FOLDER)
     removed += remove_abandoned_folders(shards, older_than_s)
     if removed:
         logger.info("Removed %d abandoned temporary index file(s) of %s", removed, vault.root)

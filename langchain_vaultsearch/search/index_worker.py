@@ -25,7 +25,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from langchain_vaultsearch.search.index_cache import WORKER_FILE_PREFIX
+from langchain_vaultsearch.safe_archive import refused_folder
+from langchain_vaultsearch.search.index_cache import BUILD_SHARDS_FOLDER, WORKER_FILE_PREFIX
 from langchain_vaultsearch.search.parallel_build import VaultSpec, build_vault_index
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -152,9 +153,12 @@ def _build(request: dict[str, object]) -> Path:
     )
     processes = request.get("processes")
     workers = None if processes is None else int(str(processes))
-    target = request["target"]
-    if target is not None and build_vault_index(spec, Path(str(target)), workers, _log_as_json):
-        return Path(str(target))
+    target = None if request["target"] is None else Path(str(request["target"]))
+    if target is not None:
+        # Shards kept beside the index: stopped or killed, the next build takes them up.
+        resume_in = None if refused_folder(target.parent) else target.parent / BUILD_SHARDS_FOLDER
+        if build_vault_index(spec, target, workers, _log_as_json, resume_in):
+            return target
     handle, name = tempfile.mkstemp(prefix=WORKER_FILE_PREFIX, suffix=".npz")
     os.close(handle)
     temporary = Path(name)

@@ -13,10 +13,14 @@ in the workers and by the merged index in the parent.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import logging
 import math
 import multiprocessing
 import os
+import shutil
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -28,15 +32,18 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_vaultsearch.safe_archive import (
+    UNREADABLE,
     MappedArchive,
     Members,
+    kept_folder,
     locked_folder,
     open_mapped,
     typed_array,
-    write_npz,
+    write_atomically,
 )
 from langchain_vaultsearch.search.index_cache import (
     SHARD_FOLDER_PREFIX,
+    format_key,
     postings_from,
     write_index,
 )
@@ -50,6 +57,7 @@ from langchain_vaultsearch.search.recall import (
 from langchain_vaultsearch.search.vault_documents import note_document
 from langchain_vaultsearch.text.tokenize import BUILD_RUN_CACHE, set_run_cache_size
 from langchain_vaultsearch.vault.link_graph import LinkGraph, Rows
+from langchain_vaultsearch.vault.note_records import Stamp
 from langchain_vaultsearch.vault.saved_notes import SavedRow, encode_row, pack
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -91,6 +99,7 @@ def build_vault_index(
     target: Path,
     processes: int | None = None,
     worker_setup: Callable[[], None] | None = None,
+    resume_in: Path | None = None,
 ) -> bool:
     """Index every note of a vault across processes and write the index file.
 
@@ -99,35 +108,106 @@ def build_vault_index(
         target: the index file to write.
         processes: worker processes; the machine's cores by default.
         worker_setup: run first in each worker process (where its logs go).
+        resume_in: a folder to keep the shards in until the index is written, so that a
+            build killed or stopped midway is taken up where it was: a shard of the
+            same notes, unchanged, is not indexed again. None keeps them in a temporary
+            folder, removed when done, as does a folder another build is using.
 
     Returns:
         True when written; False when the target's folder is refused (logged).
     """
     vault = spec.open()
-    paths = [(path, file) for path, (file, _stamp) in sorted(vault.list_files().items())]
+    listed = sorted(vault.list_files().items())
     workers = build_processes(processes)
-    count = max(min(workers, len(paths)), math.ceil(len(paths) / SHARD_NOTES), 1)
-    shards = [paths[i * len(paths) // count : (i + 1) * len(paths) // count] for i in range(count)]
-    with locked_folder(SHARD_FOLDER_PREFIX) as folder:
-        files = [str(folder / f"shard-{number:05d}.npz") for number in range(len(shards))]
-        runs = [BUILD_RUN_CACHE // max(2, workers)] * len(shards)
-        jobs = list(zip([spec] * len(shards), shards, files, runs, strict=True))
+    count = max(min(workers, len(listed)), math.ceil(len(listed) / SHARD_NOTES), 1)
+    cuts = [listed[i * len(listed) // count : (i + 1) * len(listed) // count] for i in range(count)]
+    code = format_key()
+    names = [_shard_name(code, spec, cut) for cut in cuts]
+    shards = [[(path, file) for path, (file, _stamp) in cut] for cut in cuts]
+    del listed, cuts
+    with _shard_folder(resume_in) as (folder, kept):
+        files = [folder / name for name in names]
+        if kept:
+            _remove_all_but(folder, set(names))
+        todo = [n for n, file in enumerate(files) if not (kept and _written(file, shards[n]))]
+        if len(todo) < len(files):
+            logger.info(
+                "Taking up the index build of %s: %d shard(s) of %d to go",
+                spec.root,
+                len(todo),
+                len(files),
+            )
+        runs = BUILD_RUN_CACHE // max(2, workers)
+        jobs = [(spec, shards[n], str(files[n]), runs) for n in todo]
         terms = _GatheredTerms()
-        if workers == 1 or len(shards) == 1:
-            for job in jobs:
-                terms.add(Path(index_shard(*job)))
-            return _merge(vault, target, terms, partial(link_rows, terms.shards))
-        context = multiprocessing.get_context("spawn")
-        # The merge starts as the shards come: their terms are numbered while later shards
-        # are indexed, and the links are resolved in a process of their own beside the
-        # postings' merge (one core was idle for the 5.6 s of help x16's merge). The
-        # shards' workers exit first, with their run caches (~200 MB each).
-        with ProcessPoolExecutor(workers, context, worker_setup) as pool:
-            for name in pool.map(index_shard, *zip(*jobs, strict=True)):
-                terms.add(Path(name))
-        with ProcessPoolExecutor(1, context, worker_setup) as linker:
-            links = linker.submit(link_rows, terms.shards)
-            return _merge(vault, target, terms, links.result)
+        if workers == 1 or len(jobs) <= 1:
+            _gather(terms, files, todo, (index_shard(*job) for job in jobs))
+            written = _merge(vault, target, terms, partial(link_rows, terms.shards))
+        else:
+            context = multiprocessing.get_context("spawn")
+            # The merge starts as the shards come: their terms are numbered while later
+            # shards are indexed, and the links are resolved in a process of their own
+            # beside the postings' merge (one core was idle for the 5.6 s of help x16's
+            # merge). The shards' workers exit first, with their run caches (~200 MB each).
+            with ProcessPoolExecutor(workers, context, worker_setup) as pool:
+                _gather(terms, files, todo, pool.map(index_shard, *zip(*jobs, strict=True)))
+            with ProcessPoolExecutor(1, context, worker_setup) as linker:
+                links = linker.submit(link_rows, terms.shards)
+                written = _merge(vault, target, terms, links.result)
+        if kept and written:
+            shutil.rmtree(folder, ignore_errors=True)
+        return written
+
+
+@contextlib.contextmanager
+def _shard_folder(resume_in: Path | None) -> Iterator[tuple[Path, bool]]:
+    """Where the shards go, and whether they stay there after this build (`kept_folder`)."""
+    if resume_in is not None:
+        with kept_folder(resume_in) as folder:
+            if folder is not None:
+                yield folder, True
+                return
+    with locked_folder(SHARD_FOLDER_PREFIX) as folder:
+        yield folder, False
+
+
+def _shard_name(code: str, spec: VaultSpec, cut: list[tuple[str, tuple[str, Stamp]]]) -> str:
+    """A shard's file name: what it was indexed by, from which notes, as they were listed."""
+    digest = hashlib.sha256(
+        json.dumps([code, spec.root, spec.include_hidden, spec.max_note_bytes, cut]).encode()
+    )
+    return f"shard-{digest.hexdigest()[:32]}.npz"
+
+
+def _remove_all_but(folder: Path, names: set[str]) -> None:
+    """Remove the shards of builds of other notes, and half-written files, from a kept folder."""
+    for entry in folder.iterdir():
+        if entry.name not in names and (entry.suffix == ".tmp" or entry.name.startswith("shard-")):
+            entry.unlink(missing_ok=True)
+
+
+def _written(file: Path, shard: list[tuple[str, str]]) -> bool:
+    """Whether an earlier build wrote this shard whole; one that cannot be read is removed."""
+    if not file.is_file():
+        return False
+    try:
+        archive = open_mapped(file)
+        held = [str(path) for path in archive.header["paths"]]
+        archive.release_pages()
+    except UNREADABLE as exc:
+        logger.info("Indexing the notes of %s again: %s", file.name, exc)
+        file.unlink(missing_ok=True)
+        return False
+    return set(held) <= {path for path, _file in shard}
+
+
+def _gather(
+    terms: _GatheredTerms, files: list[Path], todo: list[int], written: Iterator[str]
+) -> None:
+    """Number every shard's terms in note order, those written now as they come."""
+    indexed = set(todo)
+    for number, file in enumerate(files):
+        terms.add(Path(next(written)) if number in indexed else file)
 
 
 def index_shard(spec: VaultSpec, paths: Sequence[tuple[str, str]], out: str, runs: int) -> str:
@@ -176,8 +256,8 @@ def index_shard(spec: VaultSpec, paths: Sequence[tuple[str, str]], out: str, run
         **pack(rows, len(rows)),
     }
     header = {"paths": kept, "aliases": aliases, "links": links}
-    with open(out, "wb") as handle:
-        write_npz(handle, header, arrays)
+    # Renamed into place once whole: a build taking up a killed one trusts what it finds.
+    write_atomically(Path(out), header, arrays)
     return out
 
 
