@@ -236,27 +236,29 @@ def kept_folder(folder: Path) -> Iterator[Path | None]:
     `remove_abandoned_folders` one no process holds.
 
     Yields:
-        The folder, or None when it cannot be made or another live process holds it.
+        The folder, or None when it cannot be made, another live process holds it, or
+        the system has no file locks (Windows: two processes would share it).
     """
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        lock = open(folder / _FOLDER_LOCK, "ab")  # noqa: SIM115 - held while in use
-    except OSError as exc:
-        logger.debug("Cannot use %s: %s", folder, exc)
+    lock = None
+    if fcntl is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            lock = open(folder / _FOLDER_LOCK, "ab")  # noqa: SIM115 - held while in use
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:  # BlockingIOError: another process holds it
+            logger.debug("Not using %s: %s", folder, exc)
+            if lock is not None:
+                lock.close()
+            lock = None
+    if lock is None:
         yield None
         return
     with lock:
-        if fcntl is not None:
-            try:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield None
-                return
         yield folder
 
 
 def remove_abandoned_folders(candidates: Iterable[Path], older_than_s: float) -> int:
-    """Remove `locked_folder`s no live process holds; returns how many went."""
+    """Remove `locked_folder`s and `kept_folder`s no live process holds; returns how many went."""
     removed = 0
     for folder in candidates:
         if folder.is_symlink() or not folder.is_dir():

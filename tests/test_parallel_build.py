@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 
+from langchain_vaultsearch import TieredLexicalRetriever
 from langchain_vaultsearch.safe_archive import kept_folder
 from langchain_vaultsearch.search import index_worker, parallel_build
 from langchain_vaultsearch.search.index_cache import (
     BUILD_SHARDS_FOLDER,
     index_path,
     load_index,
+    remove_kept_shards,
     remove_stale_temporaries,
     save_index,
 )
@@ -117,8 +119,9 @@ def sharded_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> VaultSpec:
     return VaultSpec(str(root.resolve()), include_hidden=False, max_note_bytes=4096)
 
 
+@pytest.mark.parametrize("processes", [1, 2])
 def test_a_build_stopped_midway_is_taken_up_by_the_next_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded_vault: VaultSpec
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded_vault: VaultSpec, processes: int
 ) -> None:
     kept = tmp_path / "kept"
     _index_shards(monkeypatch, stop_after=3)
@@ -128,9 +131,13 @@ def test_a_build_stopped_midway_is_taken_up_by_the_next_one(
     # A note of the first shard changes meanwhile: that shard is indexed again.
     edited = Path(sharded_vault.root) / "Area0/Note 00.md"
     edited.write_text("# Note 0\n\nnow about a narwhal\n", encoding="utf-8")
+    # Worker processes import the module's own function: counted in this process only.
     indexed = _index_shards(monkeypatch)
-    assert build_vault_index(sharded_vault, tmp_path / "resumed.npz", 1, resume_in=kept)
-    assert len(indexed) == 3  # the two never written and the changed one, of five
+    if processes > 1:
+        monkeypatch.setattr(parallel_build, "index_shard", _INDEX_SHARD)
+    assert build_vault_index(sharded_vault, tmp_path / "resumed.npz", processes, resume_in=kept)
+    if processes == 1:
+        assert len(indexed) == 3  # the two never written and the changed one, of five
     assert not kept.exists()  # the index written, its shards go
     assert build_vault_index(sharded_vault, tmp_path / "fresh.npz", 1)
     root = Path(sharded_vault.root)
@@ -164,26 +171,49 @@ def test_a_build_leaves_the_kept_shards_of_another_build_at_work_alone(
     indexed = _index_shards(monkeypatch)
     with kept_folder(kept) as held:  # another build holds it
         assert held == kept
+        (kept / "shard-x.npz").write_bytes(b"its shard")
+        (kept / "tmpx.tmp").write_bytes(b"its shard, half written")
         assert build_vault_index(sharded_vault, tmp_path / "other.npz", 1, resume_in=kept)
         assert len(indexed) == 5
-        assert [entry.name for entry in kept.iterdir()] == ["lock"]
+        assert sorted(entry.name for entry in kept.iterdir()) == ["lock", "shard-x.npz", "tmpx.tmp"]
     root = Path(sharded_vault.root)
     assert contents(tmp_path / "other.npz", root)["current"]
 
 
-def test_kept_shards_wait_for_the_next_build_unless_an_index_is_saved(tmp_path: Path) -> None:
+def test_kept_shards_wait_for_the_next_build_until_an_index_is_loaded(tmp_path: Path) -> None:
     root = write_vault(tmp_path / "vault", NOTES)
     vault = Vault(root, watch=False)
     kept = index_path(vault).parent / BUILD_SHARDS_FOLDER
-    with kept_folder(kept) as folder:  # a build that stopped
+    with kept_folder(kept) as folder:  # a build at work: nothing removes its shards
         assert folder == kept
         (kept / "shard-0.npz").write_bytes(b"a shard")
-    remove_stale_temporaries(vault)
-    assert (kept / "shard-0.npz").exists()
+        remove_kept_shards(vault)
+        assert (kept / "shard-0.npz").exists()
     vault.refresh(keep_text=False)
     index = RecallIndex.from_documents(vault_documents(vault), len(vault.notes))
     assert save_index(vault, index)
-    remove_stale_temporaries(vault)
+    remove_stale_temporaries(vault)  # an index saved is not yet an index loaded
+    assert (kept / "shard-0.npz").exists()
+    retriever = TieredLexicalRetriever(vault_path=str(root))
+    retriever.invoke("walrus")  # the saved index loaded: no build comes
+    assert not kept.exists()
+
+
+def test_a_build_that_fails_with_shards_taken_up_leaves_none_for_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded_vault: VaultSpec
+) -> None:
+    kept = tmp_path / "kept"
+    _index_shards(monkeypatch, stop_after=2)
+    with pytest.raises(_StoppedError):
+        build_vault_index(sharded_vault, tmp_path / "stopped.npz", 1, resume_in=kept)
+
+    def failing(*_args: object) -> bool:
+        raise ValueError("a shard of another layout")
+
+    monkeypatch.setattr(parallel_build, "_merge", failing)
+    _index_shards(monkeypatch)
+    with pytest.raises(ValueError, match="another layout"):
+        build_vault_index(sharded_vault, tmp_path / "failed.npz", 1, resume_in=kept)
     assert not kept.exists()
 
 

@@ -185,22 +185,30 @@ def remove_stale_temporaries(vault: Vault, older_than_s: float = STALE_TEMPORARY
     wrong moment (kill -9, a power cut) they stay, and so does the shard folder of a build
     across processes (`parallel_build`); each is locked by its writer while written, so
     one no writer holds goes now (`safe_archive.remove_abandoned`). The shards a stopped
-    build kept beside the index (`BUILD_SHARDS_FOLDER`) stay for the next build, unless an
-    index is saved already.
+    build kept beside the index (`BUILD_SHARDS_FOLDER`) stay for the next build
+    (`remove_kept_shards` once an index is loaded).
     """
     folder = index_path(vault).parent
     ours = [] if refused_folder(folder) is not None else list(folder.glob("tmp*.tmp"))
     temporary = Path(tempfile.gettempdir())
     candidates = [*ours, *temporary.glob(f"{WORKER_FILE_PREFIX}*.npz")]
     removed = remove_abandoned(candidates, older_than_s)
-    shards = [*temporary.glob(f"{SHARD_FOLDER_PREFIX}*")]
-    if refused_folder(folder) is None and index_path(vault).is_file():
-        # A stopped build's shards wait for the next build; with an index saved, none comes.
-        shards.append(folder / BUILD_SHARDS_FOLDER)
+    shards = temporary.glob(f"{SHARD_FOLDER_PREFIX}*")
     removed += remove_abandoned_folders(shards, older_than_s)
     if removed:
         logger.info("Removed %d abandoned temporary index file(s) of %s", removed, vault.root)
     return removed
+
+
+def remove_kept_shards(vault: Vault) -> None:
+    """Remove the shards a stopped build kept, once a saved index was loaded: no build comes.
+
+    Not before: an index saved by another version, or for another vault, is not loaded,
+    and the build that replaces it takes those shards up.
+    """
+    folder = index_path(vault).parent
+    if refused_folder(folder) is None:
+        remove_abandoned_folders([folder / BUILD_SHARDS_FOLDER], STALE_TEMPORARY_S)
 
 
 class LoadedIndex(NamedTuple):

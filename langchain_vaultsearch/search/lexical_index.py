@@ -24,6 +24,7 @@ from langchain_vaultsearch.safe_archive import MappedArchive
 from langchain_vaultsearch.search.index_cache import (
     index_path,
     load_index,
+    remove_kept_shards,
     remove_stale_temporaries,
     save_index,
 )
@@ -126,8 +127,8 @@ class LexicalIndex:
                 return
             if not self.feed.started:
                 remove_stale_temporaries(self.vault)
-                if self.policy.persist:
-                    self._restore()
+                if self.policy.persist and self._restore():
+                    remove_kept_shards(self.vault)
             to_scan = self._files_to_scan()
             if to_scan is not None:
                 # The build starts first: its processes yield to this one (`index_worker`),

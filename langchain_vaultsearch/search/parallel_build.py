@@ -41,6 +41,7 @@ from langchain_vaultsearch.safe_archive import (
     typed_array,
     write_atomically,
 )
+from langchain_vaultsearch.search import vault_documents
 from langchain_vaultsearch.search.index_cache import (
     SHARD_FOLDER_PREFIX,
     format_key,
@@ -121,7 +122,7 @@ def build_vault_index(
     workers = build_processes(processes)
     count = max(min(workers, len(listed)), math.ceil(len(listed) / SHARD_NOTES), 1)
     cuts = [listed[i * len(listed) // count : (i + 1) * len(listed) // count] for i in range(count)]
-    code = format_key()
+    code = _shard_format()
     names = [_shard_name(code, spec, cut) for cut in cuts]
     shards = [[(path, file) for path, (file, _stamp) in cut] for cut in cuts]
     del listed, cuts
@@ -139,24 +140,51 @@ def build_vault_index(
             )
         runs = BUILD_RUN_CACHE // max(2, workers)
         jobs = [(spec, shards[n], str(files[n]), runs) for n in todo]
-        terms = _GatheredTerms()
-        if workers == 1 or len(jobs) <= 1:
-            _gather(terms, files, todo, (index_shard(*job) for job in jobs))
-            written = _merge(vault, target, terms, partial(link_rows, terms.shards))
-        else:
-            context = multiprocessing.get_context("spawn")
-            # The merge starts as the shards come: their terms are numbered while later
-            # shards are indexed, and the links are resolved in a process of their own
-            # beside the postings' merge (one core was idle for the 5.6 s of help x16's
-            # merge). The shards' workers exit first, with their run caches (~200 MB each).
-            with ProcessPoolExecutor(workers, context, worker_setup) as pool:
-                _gather(terms, files, todo, pool.map(index_shard, *zip(*jobs, strict=True)))
-            with ProcessPoolExecutor(1, context, worker_setup) as linker:
-                links = linker.submit(link_rows, terms.shards)
-                written = _merge(vault, target, terms, links.result)
+        try:
+            written = _index_and_merge(
+                vault,
+                target,
+                workers=workers,
+                worker_setup=worker_setup,
+                files=files,
+                todo=todo,
+                jobs=jobs,
+            )
+        except Exception:
+            if kept and len(todo) < len(files):
+                # A shard taken up may be what failed: the next build starts afresh.
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
         if kept and written:
             shutil.rmtree(folder, ignore_errors=True)
         return written
+
+
+def _index_and_merge(
+    vault: Vault,
+    target: Path,
+    *,
+    workers: int,
+    worker_setup: Callable[[], None] | None,
+    files: list[Path],
+    todo: list[int],
+    jobs: list[tuple[VaultSpec, list[tuple[str, str]], str, int]],
+) -> bool:
+    """Index the shards `todo` (`jobs`), then merge every shard of `files` into `target`."""
+    terms = _GatheredTerms()
+    if workers == 1 or len(files) == 1:
+        _gather(terms, files, todo, (index_shard(*job) for job in jobs))
+        return _merge(vault, target, terms, partial(link_rows, terms.shards))
+    context = multiprocessing.get_context("spawn")
+    # The merge starts as the shards come: their terms are numbered while later shards
+    # are indexed, and the links are resolved in a process of their own beside the
+    # postings' merge (one core was idle for the 5.6 s of help x16's merge). The shards'
+    # workers exit first, with their run caches (~200 MB each).
+    with ProcessPoolExecutor(workers, context, worker_setup) as pool:
+        _gather(terms, files, todo, pool.map(index_shard, *zip(*jobs, strict=True)))
+    with ProcessPoolExecutor(1, context, worker_setup) as linker:
+        links = linker.submit(link_rows, terms.shards)
+        return _merge(vault, target, terms, links.result)
 
 
 @contextlib.contextmanager
@@ -169,6 +197,14 @@ def _shard_folder(resume_in: Path | None) -> Iterator[tuple[Path, bool]]:
                 return
     with locked_folder(SHARD_FOLDER_PREFIX) as folder:
         yield folder, False
+
+
+def _shard_format() -> str:
+    """What decides a shard's content: the index's format and the code writing shards."""
+    digest = hashlib.sha256(format_key().encode())
+    for source in (__file__, vault_documents.__file__):
+        digest.update(Path(source).read_bytes())
+    return digest.hexdigest()
 
 
 def _shard_name(code: str, spec: VaultSpec, cut: list[tuple[str, tuple[str, Stamp]]]) -> str:
