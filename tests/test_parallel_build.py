@@ -111,6 +111,17 @@ def _index_shards(monkeypatch: pytest.MonkeyPatch, stop_after: int | None = None
     return indexed
 
 
+def _stopped_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: VaultSpec, after: int
+) -> Path:
+    """The folder of a build stopped after indexing `after` shards, as a kill would stop it."""
+    kept = tmp_path / "kept"
+    _index_shards(monkeypatch, stop_after=after)
+    with pytest.raises(_StoppedError):
+        build_vault_index(spec, tmp_path / "stopped.npz", 1, resume_in=kept)
+    return kept
+
+
 @pytest.fixture
 def sharded_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> VaultSpec:
     """The vault of NOTES in five shards of four notes."""
@@ -123,10 +134,7 @@ def sharded_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> VaultSpec:
 def test_a_build_stopped_midway_is_taken_up_by_the_next_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded_vault: VaultSpec, processes: int
 ) -> None:
-    kept = tmp_path / "kept"
-    _index_shards(monkeypatch, stop_after=3)
-    with pytest.raises(_StoppedError):
-        build_vault_index(sharded_vault, tmp_path / "stopped.npz", 1, resume_in=kept)
+    kept = _stopped_build(tmp_path, monkeypatch, sharded_vault, after=3)
     assert len(list(kept.glob("shard-*.npz"))) == 3
     # A note of the first shard changes meanwhile: that shard is indexed again.
     edited = Path(sharded_vault.root) / "Area0/Note 00.md"
@@ -149,10 +157,7 @@ def test_a_build_stopped_midway_is_taken_up_by_the_next_one(
 def test_a_kept_shard_that_cannot_be_read_is_indexed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded_vault: VaultSpec
 ) -> None:
-    kept = tmp_path / "kept"
-    _index_shards(monkeypatch, stop_after=2)
-    with pytest.raises(_StoppedError):
-        build_vault_index(sharded_vault, tmp_path / "stopped.npz", 1, resume_in=kept)
+    kept = _stopped_build(tmp_path, monkeypatch, sharded_vault, after=2)
     damaged = sorted(kept.glob("shard-*.npz"))[0]
     damaged.write_bytes(damaged.read_bytes()[:100])  # cut short, as a power cut may leave it
     (kept / "tmpabc.tmp").write_bytes(b"half a shard")
@@ -202,10 +207,7 @@ def test_kept_shards_wait_for_the_next_build_until_an_index_is_loaded(tmp_path: 
 def test_a_build_that_fails_with_shards_taken_up_leaves_none_for_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded_vault: VaultSpec
 ) -> None:
-    kept = tmp_path / "kept"
-    _index_shards(monkeypatch, stop_after=2)
-    with pytest.raises(_StoppedError):
-        build_vault_index(sharded_vault, tmp_path / "stopped.npz", 1, resume_in=kept)
+    kept = _stopped_build(tmp_path, monkeypatch, sharded_vault, after=2)
 
     def failing(*_args: object) -> bool:
         raise ValueError("a shard of another layout")
