@@ -90,6 +90,7 @@ def test_an_empty_vault_builds_an_empty_index(tmp_path: Path) -> None:
 
 
 _INDEX_SHARD = parallel_build.index_shard
+_MERGE = parallel_build._merge
 
 
 class _StoppedError(Exception):
@@ -124,7 +125,7 @@ def _stopped_build(
 
 @pytest.fixture
 def sharded_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> VaultSpec:
-    """The vault of NOTES in five shards of four notes."""
+    """The vault of NOTES in six shards: with `SHARD_NOTES` 4, every path may end one of 3."""
     root = write_vault(tmp_path / "vault", NOTES)
     monkeypatch.setattr(parallel_build, "SHARD_NOTES", 4)
     return VaultSpec(str(root.resolve()), include_hidden=False, max_note_bytes=4096)
@@ -145,7 +146,7 @@ def test_a_build_stopped_midway_is_taken_up_by_the_next_one(
         monkeypatch.setattr(parallel_build, "index_shard", _INDEX_SHARD)
     assert build_vault_index(sharded_vault, tmp_path / "resumed.npz", processes, resume_in=kept)
     if processes == 1:
-        assert len(indexed) == 3  # the two never written and the changed one, of five
+        assert len(indexed) == 4  # the three never written and the changed one, of six
     assert not kept.exists()  # the index written, its shards go
     assert build_vault_index(sharded_vault, tmp_path / "fresh.npz", 1)
     root = Path(sharded_vault.root)
@@ -163,7 +164,7 @@ def test_a_kept_shard_that_cannot_be_read_is_indexed_again(
     (kept / "tmpabc.tmp").write_bytes(b"half a shard")
     indexed = _index_shards(monkeypatch)
     assert build_vault_index(sharded_vault, tmp_path / "resumed.npz", 1, resume_in=kept)
-    assert len(indexed) == 4
+    assert len(indexed) == 5  # the four never written and the damaged one, of six
     assert build_vault_index(sharded_vault, tmp_path / "fresh.npz", 1)
     root = Path(sharded_vault.root)
     assert contents(tmp_path / "resumed.npz", root) == contents(tmp_path / "fresh.npz", root)
@@ -179,7 +180,7 @@ def test_a_build_leaves_the_kept_shards_of_another_build_at_work_alone(
         (kept / "shard-x.npz").write_bytes(b"its shard")
         (kept / "tmpx.tmp").write_bytes(b"its shard, half written")
         assert build_vault_index(sharded_vault, tmp_path / "other.npz", 1, resume_in=kept)
-        assert len(indexed) == 5
+        assert len(indexed) == 6
         assert sorted(entry.name for entry in kept.iterdir()) == ["lock", "shard-x.npz", "tmpx.tmp"]
     root = Path(sharded_vault.root)
     assert contents(tmp_path / "other.npz", root)["current"]
@@ -238,3 +239,29 @@ def test_the_index_process_keeps_its_shards_beside_the_saved_index(
     written = index_worker._build({**request, "target": None})
     written.unlink()
     assert calls[1:] == [None]  # a temporary index: nothing to take up later
+
+
+def test_a_note_added_while_a_large_build_was_stopped_costs_only_its_own_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_vault(
+        tmp_path / "vault", {f"Note {i:03d}.md": f"walrus number{i}\n" for i in range(0, 800, 2)}
+    )
+    monkeypatch.setattr(parallel_build, "SHARD_NOTES", 40)  # cut by path: 30 to 60 notes each
+    spec = VaultSpec(str(root.resolve()), include_hidden=False, max_note_bytes=4096)
+    kept = tmp_path / "kept"
+
+    def stopped(*_args: object) -> bool:
+        raise _StoppedError  # every shard written, none merged
+
+    monkeypatch.setattr(parallel_build, "_merge", stopped)
+    written = _index_shards(monkeypatch)
+    with pytest.raises(_StoppedError):
+        build_vault_index(spec, tmp_path / "stopped.npz", 1, resume_in=kept)
+    assert len(written) == 11
+    (root / "Note 401.md").write_text("a narwhal, added meanwhile\n", encoding="utf-8")
+    monkeypatch.setattr(parallel_build, "_merge", _MERGE)
+    indexed = _index_shards(monkeypatch)
+    assert build_vault_index(spec, tmp_path / "resumed.npz", 1, resume_in=kept)
+    assert len(indexed) == 1  # the shard the note joined; the bounds of the others stay
+    assert contents(tmp_path / "resumed.npz", root)["postings"]["narwhal"] == ["Note 401.md"]

@@ -21,6 +21,7 @@ import math
 import multiprocessing
 import os
 import shutil
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -66,6 +67,9 @@ logger = logging.getLogger(__name__)
 
 SHARD_NOTES = 4000
 """Notes per shard: a worker holds one shard's postings (~25 MB at this size)."""
+
+_Listed = tuple[str, tuple[str, Stamp]]
+"""A note as the vault listed it: path, then its file and stamp."""
 
 _FIELDS = ("body", "meta")
 
@@ -118,14 +122,12 @@ def build_vault_index(
         True when written; False when the target's folder is refused (logged).
     """
     vault = spec.open()
-    listed = sorted(vault.list_files().items())
     workers = build_processes(processes)
-    count = max(min(workers, len(listed)), math.ceil(len(listed) / SHARD_NOTES), 1)
-    cuts = [listed[i * len(listed) // count : (i + 1) * len(listed) // count] for i in range(count)]
+    cuts = _cut(sorted(vault.list_files().items()), workers)
     code = _shard_format()
     names = [_shard_name(code, spec, cut) for cut in cuts]
     shards = [[(path, file) for path, (file, _stamp) in cut] for cut in cuts]
-    del listed, cuts
+    del cuts
     with _shard_folder(resume_in) as (folder, kept):
         files = [folder / name for name in names]
         if kept:
@@ -158,6 +160,35 @@ def build_vault_index(
         if kept and written:
             shutil.rmtree(folder, ignore_errors=True)
         return written
+
+
+def _cut(listed: list[_Listed], workers: int) -> list[list[_Listed]]:
+    """The notes, in path order, cut into shards of about `SHARD_NOTES`.
+
+    A large vault is cut where the paths say (a shard ends before a path whose hash is a
+    multiple of a quarter of `SHARD_NOTES`, once it holds three quarters of it, and at one
+    and a half times it at most), so that a note added or removed while a build was
+    stopped changes its own shard's bounds, not those of every shard after it: the next
+    build takes the others up (`resume_in`). A smaller vault is cut evenly, so each worker
+    has its share.
+    """
+    if len(listed) < 2 * workers * SHARD_NOTES:
+        count = max(min(workers, len(listed)), math.ceil(len(listed) / SHARD_NOTES), 1)
+        return [
+            listed[i * len(listed) // count : (i + 1) * len(listed) // count] for i in range(count)
+        ]
+    least, most, every = SHARD_NOTES * 3 // 4, SHARD_NOTES * 3 // 2, max(1, SHARD_NOTES // 4)
+    cuts: list[list[_Listed]] = []
+    start = 0
+    for index, (path, _file) in enumerate(listed):
+        size = index - start
+        if size >= most or (
+            size >= least and zlib.crc32(path.encode("utf-8", "surrogateescape")) % every == 0
+        ):
+            cuts.append(listed[start:index])
+            start = index
+    cuts.append(listed[start:])
+    return cuts
 
 
 def _index_and_merge(
@@ -207,7 +238,7 @@ def _shard_format() -> str:
     return digest.hexdigest()
 
 
-def _shard_name(code: str, spec: VaultSpec, cut: list[tuple[str, tuple[str, Stamp]]]) -> str:
+def _shard_name(code: str, spec: VaultSpec, cut: list[_Listed]) -> str:
     """A shard's file name: what it was indexed by, from which notes, as they were listed."""
     digest = hashlib.sha256(
         json.dumps([code, spec.root, spec.include_hidden, spec.max_note_bytes, cut]).encode()
