@@ -497,10 +497,10 @@ def test_watched_note_files_stay_the_walked_listing(root: Path, name: str) -> No
     scenario = SCENARIOS[name]
     vault = Vault(root, **scenario.options)  # type: ignore[arg-type]
     files = NoteFiles(vault)
-    assert files.current() == vault.list_files()
+    assert files.listing()[1] == vault.list_files()
     for step in scenario.steps:
         step.change(root)
-        assert files.current() == vault.list_files()
+        assert files.listing()[1] == vault.list_files()
 
 
 @needs_inotify
@@ -508,13 +508,13 @@ def test_note_files_stat_only_the_edited_note_after_the_first_walk(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     files = NoteFiles(Vault(root))
-    listed = files.current()
+    listed = files.listing()[1]
     calls = count_stats(monkeypatch)
-    assert files.current() == listed
+    assert files.listing()[1] == listed
     assert calls == []
     edit(root / "Projects/Beta/Notes.md", "edited\n")
     calls.clear()
-    after = files.current()
+    after = files.listing()[1]
     assert calls == [str(root / "Projects/Beta/Notes.md")]
     assert after["Projects/Beta/Notes.md"][1] != listed["Projects/Beta/Notes.md"][1]
     assert {path: stamp for path, stamp in after.items() if path != "Projects/Beta/Notes.md"} == {
@@ -551,9 +551,9 @@ def test_note_files_walk_each_time_when_events_cannot_cover_the_vault(
     if how == "symlinked note":
         os.symlink(root / "Inbox.md", root / "Projects" / "Inbox link.md")
     files = NoteFiles(Vault(root, watch=how != "unwatched vault"))
-    first = files.current()
+    first = files.listing()[1]
     calls = count_stats(monkeypatch)
-    assert files.current() == first
+    assert files.listing()[1] == first
     assert len([call for call in calls if call.endswith(".md")]) == len(first)
 
 
@@ -563,7 +563,7 @@ def test_note_files_interrupted_walk_again_and_miss_nothing(
 ) -> None:
     vault = Vault(root)
     files = NoteFiles(vault)
-    files.current()
+    files.listing()[1]
     write_vault(root, {"Projects/New.md": "new\n"})
     real_walk = vault.walk_files
 
@@ -573,6 +573,6 @@ def test_note_files_interrupted_walk_again_and_miss_nothing(
 
     monkeypatch.setattr(vault, "walk_files", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        files.current()
-    assert files.current() == vault.list_files()
-    assert "Projects/New.md" in files.current()
+        files.listing()[1]
+    assert files.listing()[1] == vault.list_files()
+    assert "Projects/New.md" in files.listing()[1]

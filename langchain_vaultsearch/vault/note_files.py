@@ -24,7 +24,7 @@ Listing = tuple[int, Files]
 
 
 class NoteFiles:
-    """Every note file of a vault with its stamp, current at each `current()`.
+    """Every note file of a vault with its stamp, current at each `listing()`.
 
     After the first walk, a listing stats only the notes an event named. It walks the
     whole vault again when any folder gained, lost or renamed an entry (an editor's swap
@@ -35,7 +35,7 @@ class NoteFiles:
     """
 
     def __init__(self, vault: Vault) -> None:
-        """List nothing yet; the first `current()` walks."""
+        """List nothing yet; the first `listing()` walks."""
         self._vault = vault
         self._watcher = FolderWatcher.open() if vault.watching else None
         self._files: Files | None = None
@@ -45,12 +45,11 @@ class NoteFiles:
         self.generation = 0
         """Counts the changes listings found (each note an event named, each walk)."""
 
-    def current(self) -> Files:
-        """The note files now (a new dict each call: the caller may keep it)."""
-        return self.listing()[1]
-
     def listing(self) -> Listing:
-        """The note files now, with the generation they are current for."""
+        """The note files now, with the generation they are current for.
+
+        The files are a new dict each call: the caller may keep it.
+        """
         with self._lock:
             files = self._listed()
             return self.generation, dict(files)
