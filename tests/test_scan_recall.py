@@ -106,6 +106,22 @@ def test_scan_matches_where_a_word_starts(scan_vault: Vault) -> None:
     assert ".obsidian/Sync settings.md" not in paths(scan.candidates(["settings"], 10))
 
 
+@pytest.mark.parametrize("inside", [1, 40], ids=["a few hits inside words", "many"])
+def test_hits_inside_words_are_passed_over_however_many(tmp_path: Path, inside: int) -> None:
+    # The substring search finds `data` in `metadata`; the word-start check drops such
+    # hits one by one, then (past `_REGEX_AFTER_MISSES` in a run) leaves them to the regex.
+    notes = {f"In {n:02}.md": "metadata " * inside for n in range(8)}
+    notes |= {"Word.md": "the data itself", "Tail.md": "metadata " * inside + "big data"}
+    notes |= {"Short.md": "ab abc xab ab.", "No short.md": "abc xab_ab"}
+    scan = ScanRecall(Vault(write_vault(tmp_path / "v", notes), watch=False))
+    assert sorted(paths(scan.candidates(["data"], 20))) == ["Tail.md", "Word.md"]
+    assert paths(scan.candidates(["ab"], 20)) == ["Short.md"]  # short: whole words only
+    assert paths(scan.candidates(["metadata"], 20)) == [
+        *(f"In {n:02}.md" for n in range(8)),
+        "Tail.md",
+    ]
+
+
 def test_scan_finds_each_word_of_a_term_apart(scan_vault: Vault) -> None:
     # A joined word is found as typed within a longer term, not only as the whole term
     # typed (the index holds next, js and nextjs for this note: both words match there).
