@@ -12,8 +12,12 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langchain_vaultsearch import TieredLexicalRetriever
 from langchain_vaultsearch.search import index_worker as index_worker_module
@@ -120,6 +124,30 @@ def test_hits_inside_words_are_passed_over_however_many(tmp_path: Path, inside: 
         *(f"In {n:02}.md" for n in range(8)),
         "Tail.md",
     ]
+
+
+# Few letters, so a term is often inside a word; separators, `_` and non-ASCII around it.
+_TEXT = st.text(alphabet="aab_ .-\né中", max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    texts=st.lists(_TEXT, min_size=1, max_size=12),
+    token=st.sampled_from(["a", "ab", "aba", "bab", "é", "中", "a.b", "_a"]),
+)
+def test_a_run_is_marked_where_each_text_alone_holds_the_term(texts: list[str], token: str) -> None:
+    # `mark` searches a whole run at SIMD speed and checks word starts itself; it must
+    # find exactly the texts the regex, run over each text alone, finds.
+    needle = scan_recall_module._Needle(token)
+    (run,) = scan_recall_module._runs(scan_recall_module._laid_out(text.encode() for text in texts))
+    spans = zip(run.starts, run.ends, strict=True)
+    held = [needle.holds(run.buffer, start, end) for start, end in spans]
+    # The regex takes over after the first hit inside a word, or after a run's sixteenth.
+    for misses in (1, scan_recall_module._REGEX_AFTER_MISSES):
+        with mock.patch.object(scan_recall_module, "_REGEX_AFTER_MISSES", misses):
+            found = np.zeros(len(texts), dtype=np.bool_)
+            needle.mark(run, found)
+        assert found.tolist() == held
 
 
 def test_scan_finds_each_word_of_a_term_apart(scan_vault: Vault) -> None:
