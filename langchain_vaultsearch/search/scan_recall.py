@@ -6,10 +6,10 @@ help vault on a 2-core machine, most of it tokenizing. A first search cannot wai
 long, so until the index is built (in the background, see `SearchCore`) recall works the
 way the original's GrepScanner does: it looks for the recall terms in the notes' text.
 Reading and lowercasing every note takes ~0.5 s there, and StringZilla's SIMD substring
-search finds a term in 3-4 ms. Only the notes that reach ranking are parsed. The text is kept as UTF-8
-(32 MB there, where `str` took 47 MB), in one buffer per refresh rather than a `bytes`
-per note: freed, 6,000 small objects left ~30 MB of holes in the heap that the process
-kept, where one large buffer goes back to the system whole.
+search finds a term in 3-4 ms. Only the notes that reach ranking are parsed. The text is
+kept as UTF-8 (32 MB there, where `str` took 47 MB), in one buffer per refresh rather than
+a `bytes` per note: freed, 6,000 small objects left ~30 MB of holes in the heap that the
+process kept, where one large buffer goes back to the system whole.
 
 Candidates are scored as `RecallIndex.candidates` scores them (IDF-weighted terms, a path
 hit counting twice), so ranking downstream is the same. What differs: a term matches
