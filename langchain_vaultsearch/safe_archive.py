@@ -25,8 +25,9 @@ import shutil
 import struct
 import tempfile
 import time
+import weakref
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -191,11 +192,44 @@ class MappedArchive:
     """An archive's header and its arrays as read-only views of the mapped file."""
 
     def __init__(
-        self, header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]], mapped: mmap.mmap
+        self,
+        header: dict[str, Any],
+        arrays: dict[str, npt.NDArray[Any]],
+        mapped: mmap.mmap,
+        file: int | None = None,
+        starts: dict[str, int] | None = None,
     ) -> None:
+        """Wrap what `open_mapped` read.
+
+        Args:
+            header: the archive's JSON header.
+            arrays: each member array, a view of `mapped`.
+            mapped: the file, mapped.
+            file: a descriptor of the same file, closed with the archive (`bytes_reader`).
+            starts: where each array's data begins in the file.
+        """
         self.header = header
         self.arrays = arrays
         self._mapped = mapped
+        self._file = file
+        self._starts = starts or {}
+        if file is not None:
+            weakref.finalize(self, os.close, file)
+
+    def bytes_reader(self, name: str) -> Callable[[int, int], bytes]:
+        """A reader of `size` bytes at `offset` of a `uint8` array, through the file.
+
+        Read through the mapping, 200 records scattered over help x16's index brought
+        132 MB of it into the process: the kernel maps the whole large folio around each
+        page touched, however the mapping is advised. `os.pread` copies the bytes asked
+        for and maps nothing; where there is none (Windows), the mapping is read.
+        """
+        array = self.arrays[name]
+        start = self._starts.get(name)
+        if self._file is None or start is None or not hasattr(os, "pread"):
+            return lambda offset, size: array[offset : offset + size].tobytes()
+        file = self._file
+        return lambda offset, size: os.pread(file, size, start + offset)
 
     def release_pages(self) -> None:
         """Let go of the pages read so far, and read ahead no more than a page from now on.
@@ -287,11 +321,15 @@ def open_mapped(path: Path) -> MappedArchive:
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+        # The file as it is now, for `bytes_reader`: a later save renames another over it.
+        file = os.dup(handle.fileno()) if size and hasattr(os, "pread") else None
     if mapped is None:
         msg = "the file is empty"
         raise ValueError(msg)
+    opened = MappedArchive({}, {}, mapped, file)  # closes `file` if the checks fail
     header: Any = None
     arrays: dict[str, npt.NDArray[Any]] = {}
+    starts: dict[str, int] = {}
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():
             if info.compress_type != zipfile.ZIP_STORED:
@@ -308,11 +346,13 @@ def open_mapped(path: Path) -> MappedArchive:
                     raise ValueError(msg)
                 header = json.loads(mapped[start:end])
             elif info.filename.endswith(".npy"):
-                arrays[info.filename[:-4]] = _mapped_array(mapped, start, end, info.filename)
+                name = info.filename[:-4]
+                arrays[name], starts[name] = _mapped_array(mapped, start, end, info.filename)
     if not isinstance(header, dict):
         msg = "the header is missing or not a JSON object"
         raise ValueError(msg)
-    return MappedArchive(header, arrays, mapped)
+    opened.header, opened.arrays, opened._starts = header, arrays, starts
+    return opened
 
 
 def _member_start(mapped: mmap.mmap, info: zipfile.ZipInfo) -> int:
@@ -328,8 +368,14 @@ def _member_start(mapped: mmap.mmap, info: zipfile.ZipInfo) -> int:
 _MAPPED_KINDS = frozenset("biuf")
 
 
-def _mapped_array(mapped: mmap.mmap, start: int, end: int, name: str) -> npt.NDArray[Any]:
-    """The one-dimensional array a `.npy` member holds, as a view of the mapped file."""
+def _mapped_array(
+    mapped: mmap.mmap, start: int, end: int, name: str
+) -> tuple[npt.NDArray[Any], int]:
+    """The one-dimensional array a `.npy` member holds, as a view of the mapped file.
+
+    Returns:
+        The array, and where its data begins in the file.
+    """
     member = io.BytesIO(mapped[start : min(end, start + 4096)])
     version = np.lib.format.read_magic(member)
     if version != (1, 0):
@@ -343,7 +389,7 @@ def _mapped_array(mapped: mmap.mmap, start: int, end: int, name: str) -> npt.NDA
     if offset + shape[0] * dtype.itemsize > end:
         msg = f"{name} is shorter than its header says"
         raise ValueError(msg)
-    return np.frombuffer(mapped, dtype=dtype, count=shape[0], offset=offset)
+    return np.frombuffer(mapped, dtype=dtype, count=shape[0], offset=offset), offset
 
 
 def discard(path: Path, what: str, error: BaseException) -> None:

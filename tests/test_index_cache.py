@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import gc
 import itertools
 import json
 import logging
@@ -25,7 +26,13 @@ import pytest
 from pydantic import ValidationError
 
 from langchain_vaultsearch import FilterRetriever, TieredLexicalRetriever
-from langchain_vaultsearch.safe_archive import HEADER, MappedArchive, write_npz
+from langchain_vaultsearch.safe_archive import (
+    HEADER,
+    MappedArchive,
+    open_mapped,
+    write_atomically,
+    write_npz,
+)
 from langchain_vaultsearch.search.core import SearchCore
 from langchain_vaultsearch.search.index_cache import index_path, load_index
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
@@ -556,7 +563,7 @@ def test_forged_tags_in_saved_records_never_reach_results_or_filters(
 def test_memory_budget_shares_and_bad_values() -> None:
     budget = MemoryBudget.from_mb(512)
     assert budget.total_bytes == 512 * 1024 * 1024
-    assert budget.scan_text_bytes == 128 * 1024 * 1024
+    assert budget.scan_text_bytes == 64 * 1024 * 1024
     assert budget.chunk_cache_bytes == 192 * 1024 * 1024
     assert budget.decoded_records_bytes == 16 * 1024 * 1024
     assert budget.mapped_bytes == 32 * 1024 * 1024
@@ -622,3 +629,29 @@ def test_candidates_with_cached_chunks_are_not_decoded_again(
     assert results(core) == first
     # Only what the boosts read of the best notes; the candidates' chunks come cached.
     assert len(decoded) - decoded_first < 40
+
+
+def test_records_are_read_from_the_file_the_archive_opened_not_mapped_in(tmp_path: Path) -> None:
+    # A record read through the mapping maps the large folio around it (132 MB for 200
+    # records of help x16's index): `bytes_reader` reads the file instead, the file as it
+    # was opened, and its descriptor goes with the archive.
+    path = tmp_path / "index.npz"
+    blob = bytes(range(256)) * 64
+    write_atomically(path, {"kind": "test"}, {"blob": np.frombuffer(blob, dtype=np.uint8)})
+    archive = open_mapped(path)
+    read = archive.bytes_reader("blob")
+    assert [read(at, size) for at, size in [(0, 3), (255, 2), (len(blob) - 4, 4)]] == [
+        blob[0:3],
+        blob[255:257],
+        blob[-4:],
+    ]
+    assert read(10, 100) == archive.arrays["blob"][10:110].tobytes()
+    write_atomically(path, {"kind": "test"}, {"blob": np.zeros(len(blob), dtype=np.uint8)})
+    assert read(1, 5) == blob[1:6]  # the file as opened, as the mapping sees it
+    file = archive._file
+    assert file is not None
+    os.fstat(file)
+    del read, archive
+    gc.collect()
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(file)

@@ -217,7 +217,10 @@ class SearchCore:
         """
         try:
             self.index.sync()
-            return SearchResult(self._rank(query, expansion, options), expansion)
+            ranked = self._rank(query, expansion, options)
+            with self.index.lock:
+                self.index.trim_pages()
+            return SearchResult(ranked, expansion)
         except Exception:
             logger.exception("Lexical search failed for %r; falling back to recall order", query)
         try:

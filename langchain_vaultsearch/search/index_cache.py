@@ -284,6 +284,7 @@ def load_index(
             typed_array(data, "note_records", np.uint8),
             typed_array(data, "note_record_offsets", np.int64),
             decoded_cache_bytes=decoded_cache_bytes,
+            read_records=archive.bytes_reader("note_records"),
         )
         saved.verified[:] = built_here
         aliases = header["aliases"]

@@ -274,9 +274,7 @@ class LexicalIndex:
         scan = self._scan
         if scan is None:
             found = [path for path, _score in self.recall.candidates(terms, limit)]
-            if self._pages is not None and self._resident.over_limit():
-                self._pages.release_pages()
-                self._resident.reset()
+            self.trim_pages()
             return found
         if not (self.vault.inclusions or self.vault.exclusions):
             return [path for path, _score in scan.candidates(terms, limit)]
@@ -289,6 +287,18 @@ class LexicalIndex:
                 if len(found) == limit:
                     break
         return found
+
+    def trim_pages(self) -> None:
+        """Let go of the saved index's pages once more than their share are resident.
+
+        Checked after recall and after ranking (the caller holds `lock`): ranking reads
+        the candidates' records, tags and links, 30-140 MB of help x16's index a query,
+        which stayed resident until the next query's recall and made the search
+        process's peak (518 MB, over a 512 MB budget).
+        """
+        if self._pages is not None and self._resident.over_limit():
+            self._pages.release_pages()
+            self._resident.reset()
 
     def recall_fallback(self, query: str, limit: int) -> list[tuple[str, float]]:
         """Notes for a query by recall alone, for when ranking failed."""

@@ -27,9 +27,11 @@ class MemoryBudget:
 
     Attributes:
         total_bytes: the whole budget.
-        scan_text_bytes: lowercased note text held while searches scan (a quarter): the
+        scan_text_bytes: lowercased note text held while searches scan (an eighth): the
             notes beyond it go to a temporary file each search reads back until the index
-            is ready.
+            is ready. Reading a run back costs about what finding a term in it does
+            (~0.06 s a search for 360 MB at help x16), while a quarter, beside the
+            chunks the scan's searches rank, took help x16's search process to 518 MB.
         chunk_cache_bytes: chunks and terms of ranked notes (three eighths: 192 MB of
             512). Thirty queries over 100,000 notes rank ~6,000 notes; with a cache smaller
             than those, repeating the queries chunks them all again (warm p95 480 ms at 128
@@ -67,7 +69,7 @@ class MemoryBudget:
             msg = f"memory_budget_mb must be at least {MIN_MEMORY_BUDGET_MB}, got {megabytes}"
             raise ValueError(msg)
         total = megabytes * _MB
-        return cls(total, total // 4, total * 3 // 8, total // 32, total // 16)
+        return cls(total, total // 8, total * 3 // 8, total // 32, total // 16)
 
 
 class ResidentPages:

@@ -15,7 +15,7 @@ import logging
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,7 @@ class SavedNotes:
         offsets: npt.NDArray[np.int64],
         *,
         decoded_cache_bytes: int = DECODED_CACHE_BYTES,
+        read_records: Callable[[int, int], bytes] | None = None,
     ) -> None:
         """Wrap the arrays of a saved index (see `pack`); nothing is decoded.
 
@@ -69,6 +70,8 @@ class SavedNotes:
             records: every row's JSON record, one after the other.
             offsets: where each row's record starts in `records`, and where the last ends.
             decoded_cache_bytes: how much memory decoded records may keep, by estimate.
+            read_records: reads `size` bytes of `records` at an offset without touching
+                the array (`MappedArchive.bytes_reader`); the array is sliced without one.
 
         Raises:
             ValueError: when the arrays do not fit each other (a damaged file).
@@ -92,7 +95,7 @@ class SavedNotes:
         # Copied: a refresh updates a stamp when only a note's attributes changed.
         self._stamps = np.array(stamps.reshape(count, 3))
         self._times = times.reshape(count, 2)
-        self._records = records
+        self._read = read_records or (lambda at, size: records[at : at + size].tobytes())
         self._offsets = offsets
         self.live = sizes > 0
         self.verified = np.zeros(count, dtype=np.bool_)
@@ -139,7 +142,8 @@ class SavedNotes:
 
     def raw(self, row: int) -> bytes:
         """A row's record as saved (copied as is into the next save)."""
-        return self._records[self._offsets[row] : self._offsets[row + 1]].tobytes()
+        start, end = self._offsets[row : row + 2].tolist()
+        return self._read(start, end - start)
 
     def parsed(self, row: int) -> ParsedNote:
         """What a row's note parsed to when it was saved.
