@@ -188,6 +188,14 @@ def remove_abandoned(candidates: Iterable[Path], older_than_s: float) -> int:
     return removed
 
 
+class _Descriptor:
+    """An open file descriptor, closed when the last holder lets go of it."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        weakref.finalize(self, os.close, number)
+
+
 class MappedArchive:
     """An archive's header and its arrays as read-only views of the mapped file."""
 
@@ -205,16 +213,15 @@ class MappedArchive:
             header: the archive's JSON header.
             arrays: each member array, a view of `mapped`.
             mapped: the file, mapped.
-            file: a descriptor of the same file, closed with the archive (`bytes_reader`).
+            file: a descriptor of the same file, for `bytes_reader`; closed once neither
+                the archive nor a reader holds it.
             starts: where each array's data begins in the file.
         """
         self.header = header
         self.arrays = arrays
         self._mapped = mapped
-        self._file = file
+        self._file = None if file is None else _Descriptor(file)
         self._starts = starts or {}
-        if file is not None:
-            weakref.finalize(self, os.close, file)
 
     def bytes_reader(self, name: str) -> Callable[[int, int], bytes]:
         """A reader of `size` bytes at `offset` of a `uint8` array, through the file.
@@ -228,8 +235,8 @@ class MappedArchive:
         start = self._starts.get(name)
         if self._file is None or start is None or not hasattr(os, "pread"):
             return lambda offset, size: array[offset : offset + size].tobytes()
-        file = self._file
-        return lambda offset, size: os.pread(file, size, start + offset)
+        file = self._file  # held by the reader: closed once neither it nor the archive is
+        return lambda offset, size: os.pread(file.number, size, start + offset)
 
     def release_pages(self) -> None:
         """Let go of the pages read so far, and read ahead no more than a page from now on.

@@ -648,10 +648,12 @@ def test_records_are_read_from_the_file_the_archive_opened_not_mapped_in(tmp_pat
     assert read(10, 100) == archive.arrays["blob"][10:110].tobytes()
     write_atomically(path, {"kind": "test"}, {"blob": np.zeros(len(blob), dtype=np.uint8)})
     assert read(1, 5) == blob[1:6]  # the file as opened, as the mapping sees it
-    file = archive._file
-    assert file is not None
-    os.fstat(file)
-    del read, archive
+    assert archive._file is not None
+    file = archive._file.number
+    del archive
+    gc.collect()
+    assert read(2, 3) == blob[2:5]  # the reader holds the file open
+    del read
     gc.collect()
     with pytest.raises(OSError, match="Bad file descriptor"):
         os.fstat(file)
