@@ -236,7 +236,15 @@ class MappedArchive:
         if self._file is None or start is None or not hasattr(os, "pread"):
             return lambda offset, size: array[offset : offset + size].tobytes()
         file = self._file  # held by the reader: closed once neither it nor the archive is
-        return lambda offset, size: os.pread(file.number, size, start + offset)
+
+        def read(offset: int, size: int) -> bytes:
+            data = os.pread(file.number, size, start + offset)
+            if len(data) != size:  # the mapping would have crashed the process (SIGBUS)
+                msg = "the file was cut short after it was opened"
+                raise ValueError(msg)
+            return data
+
+        return read
 
     def release_pages(self) -> None:
         """Let go of the pages read so far, and read ahead no more than a page from now on.

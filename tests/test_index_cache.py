@@ -648,6 +648,8 @@ def test_records_are_read_from_the_file_the_archive_opened_not_mapped_in(tmp_pat
     assert read(10, 100) == archive.arrays["blob"][10:110].tobytes()
     write_atomically(path, {"kind": "test"}, {"blob": np.zeros(len(blob), dtype=np.uint8)})
     assert read(1, 5) == blob[1:6]  # the file as opened, as the mapping sees it
+    with pytest.raises(ValueError, match="cut short"):
+        read(len(blob) - 2, 4096)  # past the file's end: no short record goes on
     assert archive._file is not None
     file = archive._file.number
     del archive

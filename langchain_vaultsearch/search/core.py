@@ -218,8 +218,12 @@ class SearchCore:
         try:
             self.index.sync()
             ranked = self._rank(query, expansion, options)
-            with self.index.lock:
-                self.index.trim_pages()
+            # Not worth waiting for: the lock may be held through a handover's load.
+            if self.index.lock.acquire(blocking=False):
+                try:
+                    self.index.trim_pages()
+                finally:
+                    self.index.lock.release()
             return SearchResult(ranked, expansion)
         except Exception:
             logger.exception("Lexical search failed for %r; falling back to recall order", query)
