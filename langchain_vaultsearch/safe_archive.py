@@ -204,7 +204,7 @@ class MappedArchive:
         header: dict[str, Any],
         arrays: dict[str, npt.NDArray[Any]],
         mapped: mmap.mmap,
-        file: int | None = None,
+        file: _Descriptor | None = None,
         starts: dict[str, int] | None = None,
     ) -> None:
         """Wrap what `open_mapped` read.
@@ -213,29 +213,27 @@ class MappedArchive:
             header: the archive's JSON header.
             arrays: each member array, a view of `mapped`.
             mapped: the file, mapped.
-            file: a descriptor of the same file, for `bytes_reader`; closed once neither
-                the archive nor a reader holds it.
+            file: the same file, open for `bytes_reader`; None where there is no `pread`.
             starts: where each array's data begins in the file.
         """
         self.header = header
         self.arrays = arrays
         self._mapped = mapped
-        self._file = None if file is None else _Descriptor(file)
+        self._file = file
         self._starts = starts or {}
 
-    def bytes_reader(self, name: str) -> Callable[[int, int], bytes]:
+    def bytes_reader(self, name: str) -> Callable[[int, int], bytes] | None:
         """A reader of `size` bytes at `offset` of a `uint8` array, through the file.
 
         Read through the mapping, 200 records scattered over help x16's index brought
         132 MB of it into the process: the kernel maps the whole large folio around each
         page touched, however the mapping is advised. `os.pread` copies the bytes asked
-        for and maps nothing; where there is none (Windows), the mapping is read.
+        for and maps nothing. None where there is no `pread` (Windows): read the array.
         """
-        array = self.arrays[name]
-        start = self._starts.get(name)
-        if self._file is None or start is None or not hasattr(os, "pread"):
-            return lambda offset, size: array[offset : offset + size].tobytes()
         file = self._file  # held by the reader: closed once neither it nor the archive is
+        if file is None:
+            return None
+        start = self._starts[name]
 
         def read(offset: int, size: int) -> bytes:
             data = os.pread(file.number, size, start + offset)
@@ -337,11 +335,11 @@ def open_mapped(path: Path) -> MappedArchive:
         size = os.fstat(handle.fileno()).st_size
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else None
         # The file as it is now, for `bytes_reader`: a later save renames another over it.
-        file = os.dup(handle.fileno()) if size and hasattr(os, "pread") else None
+        # Closed by the last holder, so also when the checks below fail.
+        file = _Descriptor(os.dup(handle.fileno())) if size and hasattr(os, "pread") else None
     if mapped is None:
         msg = "the file is empty"
         raise ValueError(msg)
-    opened = MappedArchive({}, {}, mapped, file)  # closes `file` if the checks fail
     header: Any = None
     arrays: dict[str, npt.NDArray[Any]] = {}
     starts: dict[str, int] = {}
@@ -366,8 +364,7 @@ def open_mapped(path: Path) -> MappedArchive:
     if not isinstance(header, dict):
         msg = "the header is missing or not a JSON object"
         raise ValueError(msg)
-    opened.header, opened.arrays, opened._starts = header, arrays, starts
-    return opened
+    return MappedArchive(header, arrays, mapped, file, starts)
 
 
 def _member_start(mapped: mmap.mmap, info: zipfile.ZipInfo) -> int:

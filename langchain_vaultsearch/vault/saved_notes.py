@@ -71,7 +71,7 @@ class SavedNotes:
             offsets: where each row's record starts in `records`, and where the last ends.
             decoded_cache_bytes: how much memory decoded records may keep, by estimate.
             read_records: reads `size` bytes of `records` at an offset without touching
-                the array (`MappedArchive.bytes_reader`); the array is sliced without one.
+                the array (`MappedArchive.bytes_reader`); None slices the array.
 
         Raises:
             ValueError: when the arrays do not fit each other (a damaged file).
