@@ -1,10 +1,10 @@
 """`vaultsearch`: search a vault from a terminal, see what a model would read, ask it.
 
-`vaultsearch search --vault PATH [--mode M] [--k N] [--json] [--explain] [--expand] QUERY`
+`vaultsearch search --vault PATH [--mode M] [--k N] [--tag T] [--time EXPR] [--json] QUERY`
 `vaultsearch search --chunks DIR [--filter KEY=VALUE] [--k N] [--json] [--explain] QUERY`
 `vaultsearch export-chunks --vault PATH --out DIR`
 `vaultsearch mcp --vault PATH [--mode M] [--http PORT [--host H]]`
-`vaultsearch context --vault PATH [--mode M] [--time EXPR] [--k N] QUESTION`
+`vaultsearch context --vault PATH [--mode M] [--time EXPR] [--k N] [--json] QUESTION`
 `vaultsearch ask --vault PATH [--mode M] [--time EXPR] [--k N] [--chat-model NAME] QUESTION`
 `vaultsearch index --vault PATH [--embeddings SPEC] [--chroma-host H --chroma-port P] [--rebuild]`
 `vaultsearch status --vault PATH`
@@ -24,14 +24,13 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.retrievers import BaseRetriever
 
 from langchain_vaultsearch.chunk_store.export import export_vault_chunks
 from langchain_vaultsearch.expansion.expander import QueryExpander
 from langchain_vaultsearch.expansion.terms import ExpandedQuery
-from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS
+from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K
 from langchain_vaultsearch.mcp_server import create_mcp_server
-from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
+from langchain_vaultsearch.query_plan import SEARCH_MODES
 from langchain_vaultsearch.rerankers import (
     DEFAULT_RERANKER_MODEL,
     RERANKER_MODEL_VARIABLE,
@@ -40,7 +39,7 @@ from langchain_vaultsearch.rerankers import (
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.semantic.index import IndexProgress
 from langchain_vaultsearch.semantic.lock import IndexLockedError
-from langchain_vaultsearch.service import SEARCH_MODES, SearchMode, VaultSearch
+from langchain_vaultsearch.service import VaultSearch
 from langchain_vaultsearch.time_ranges import resolve_time_range
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -81,7 +80,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --chunks: only chunks whose metadata KEY is VALUE (repeat for more)",
     )
     search.add_argument(
-        "--k", "--top-n", type=int, default=10, help="results to show (1..100, default 10)"
+        "--k",
+        "--top-n",
+        type=int,
+        default=DEFAULT_SHOWN_K,
+        help=f"results to show (1..100, default {DEFAULT_SHOWN_K})",
+    )
+    search.add_argument(
+        "--tag",
+        action="append",
+        default=None,
+        metavar="TAG",
+        help="only notes with this tag or a descendant (repeat for more)",
+    )
+    search.add_argument(
+        "--time",
+        default=None,
+        metavar="EXPR",
+        help='only notes with a date in this period, e.g. "last week" or 2024-03',
     )
     search.add_argument(
         "--no-graph", action="store_true", help="hybrid: no graph neighbours of the best results"
@@ -111,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
         "context", help="print the XML context a chat model gets for a question (no model)"
     )
     _add_question_arguments(context)
+    context.add_argument(
+        "--json",
+        action="store_true",
+        help="print the period, what the filter found, the documents and the context as JSON",
+    )
     ask = commands.add_parser(
         "ask", help="answer a question from the vault with a chat model (OpenAI)"
     )
@@ -171,7 +192,7 @@ def _add_vault_arguments(parser: argparse.ArgumentParser) -> None:
             choices=SEARCH_MODES,
             default="auto",
             help="auto (merged when the vault has a vector index, lexical for tag and time"
-            " queries), lexical, semantic or merged",
+            " queries), lexical, semantic, merged or hybrid",
         )
 
 
@@ -189,9 +210,9 @@ def _add_question_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--k",
         type=int,
-        default=DEFAULT_MAX_RESULTS,
+        default=DEFAULT_K,
         help=f"documents for questions without tags or period (1..100, default"
-        f" {DEFAULT_MAX_RESULTS}; tag and period questions get up to 100)",
+        f" {DEFAULT_K}; tag and period questions get up to 100)",
     )
 
 
@@ -238,8 +259,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _open(
-    args: argparse.Namespace, expander: QueryExpander | None = None, rebuild: bool = False
+    args: argparse.Namespace,
+    expander: QueryExpander | None = None,
+    *,
+    rebuild: bool = False,
+    watch: bool = False,
 ) -> VaultSearch:
+    """The vault behind every vault command; a one-shot command does not watch folders."""
+    reranker = _reranker() if getattr(args, "rerank", False) else None
     try:
         return VaultSearch(
             args.vault,
@@ -249,18 +276,13 @@ def _open(
             chroma_host=args.chroma_host,
             chroma_port=args.chroma_port,
             query_expander=expander,
-            # One command per process: nothing to keep fresh, so no folder watches.
-            watch=False,
+            watch=watch,
             rebuild=rebuild,
+            graph=not getattr(args, "no_graph", False),
+            recency=not getattr(args, "no_recency", False),
+            reranker=reranker,
         )
-    except (ValueError, ImportError, IndexLockedError) as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _retriever(service: VaultSearch, mode: SearchMode) -> BaseRetriever:
-    try:
-        return service.retriever(mode)
-    except ValueError as exc:
+    except (ValueError, ImportError) as exc:
         raise UsageError(str(exc)) from None
 
 
@@ -279,16 +301,16 @@ def _search(args: argparse.Namespace) -> int:
     if args.expand:
         llm = openai_chat_model(args.chat_model, needed_by="--expand", hint="or leave out --expand")
         expander = QueryExpander(llm)
-    service = _open(args, expander)
     hybrid_options = (args.no_graph, args.no_recency, args.rerank)
     if args.mode != "hybrid" and any(hybrid_options):
         raise UsageError("--no-graph, --no-recency and --rerank apply to --mode hybrid")
-    retriever = (
-        _hybrid_retriever(service, args)
-        if args.mode == "hybrid"
-        else _retriever(service, args.mode)
-    )
-    documents = retriever.invoke(query, k=args.k)
+    service = _open(args, expander)
+    try:
+        documents = service.search(
+            query, mode=args.mode, k=args.k, tags=args.tag, time_range=args.time
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     _print_results(args, query, documents, args.vault, service.lexical.last_query_expansion)
     return 0
 
@@ -323,22 +345,17 @@ def _print_results(
             print(f"{rank:>3}. {doc.id}\n{_explain(doc.metadata['explanation'])}")
 
 
-def _hybrid_retriever(service: VaultSearch, args: argparse.Namespace) -> BaseRetriever:
-    reranker = None
-    if args.rerank:
-        model = os.environ.get(RERANKER_MODEL_VARIABLE) or DEFAULT_RERANKER_MODEL
-        try:
-            reranker = CrossEncoderReranker(model_name_or_path=model)
-        except Exception as exc:  # a missing extra, or a model it cannot load
-            raise UsageError(f"--rerank could not load {model}: {exc}") from None
-    return service.retriever(
-        "hybrid", graph=not args.no_graph, recency=not args.no_recency, reranker=reranker
-    )
+def _reranker() -> CrossEncoderReranker:
+    model = os.environ.get(RERANKER_MODEL_VARIABLE) or DEFAULT_RERANKER_MODEL
+    try:
+        return CrossEncoderReranker(model_name_or_path=model)
+    except Exception as exc:  # a missing extra, or a model it cannot load
+        raise UsageError(f"--rerank could not load {model}: {exc}") from None
 
 
 def _search_chunks(args: argparse.Namespace) -> int:
     """Keyword search over a JSONL chunk store (seed 004)."""
-    for option in ("expand", "include", "exclude", "embeddings", "chroma_host"):
+    for option in ("expand", "include", "exclude", "embeddings", "chroma_host", "tag", "time"):
         if getattr(args, option):
             raise UsageError(f"--{option.replace('_', '-')} applies to vault searches")
     if args.mode != "auto":
@@ -374,7 +391,8 @@ def _mcp(args: argparse.Namespace) -> int:
     """Serve the vault over MCP until the client disconnects (stdio) or Ctrl-C (HTTP)."""
     if args.http is not None and not 0 < args.http < 65536:
         raise UsageError(f"--http takes a port number, got {args.http}")
-    service = _open(args)
+    # A long-running server watches the folders, so a call does not stat every note.
+    service = _open(args, watch=True)
     try:
         server = create_mcp_server(
             service, mode=args.mode, host=args.host, port=args.http or DEFAULT_MCP_PORT
@@ -399,8 +417,8 @@ def _index(args: argparse.Namespace) -> int:
     with _ProgressBar() as bar:
         try:
             summary = service.index(on_progress=bar.update)
-        except IndexLockedError as exc:
-            raise UsageError(str(exc)) from None
+        except (ValueError, ImportError, IndexLockedError, RuntimeError, OSError) as exc:
+            raise UsageError(" ".join(str(exc).split())) from None
     notes = f"{summary.notes:,} notes in {summary.lexical_seconds:.1f} s"
     if summary.saved_to is None:
         print(f"vaultsearch: indexed {notes} but could not save the index", file=sys.stderr)
@@ -424,15 +442,31 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _context(args: argparse.Namespace) -> int:
-    """Print exactly the context `ask` would give the model."""
+    """Print exactly the context `ask` would give the model (`--json`: with its documents)."""
     service = _open(args)
-    chain = create_vault_context_chain(
-        vault=service.vault,
-        retriever=_retriever(service, args.mode),
-        filter_retriever=service.filter,
-        max_results=args.k,
-    )
-    print(chain.invoke(_question_input(args))["context"])
+    question, time_range = _question(args)
+    try:
+        result = service.local_search(question, mode=args.mode, time_range=time_range, k=args.k)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    built = result.build_context()
+    if not args.json:
+        print(built.text)
+        return 0
+    found = result.filter_result
+    payload = {
+        "question": question,
+        "timeRange": None if result.time_range is None else result.time_range.label,
+        "filter": {
+            "mentions": found.mentions,
+            "tags": list(found.tags),
+            "matched": found.matched,
+        },
+        "searched": result.searched,
+        "documents": [_document_json(doc, explain=False) for doc in result.documents],
+        "context": built.text,
+    }
+    print(json.dumps(payload, ensure_ascii=False, indent=2))
     return 0
 
 
@@ -444,17 +478,14 @@ def _ask(args: argparse.Namespace) -> int:
         hint="`vaultsearch context` shows what the model would read, without one",
     )
     service = _open(args)
-    chain = create_vault_qa_chain(
-        vault=service.vault,
-        llm=llm,
-        retriever=_retriever(service, args.mode),
-        filter_retriever=service.filter,
-        max_results=args.k,
-    )
-    inputs = _question_input(args)
+    question, time_range = _question(args)
+    try:
+        chain = service.qa_chain(llm, mode=args.mode, k=args.k)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     sources: list[dict[str, Any]] = []
     try:
-        for chunk in chain.stream(inputs):
+        for chunk in chain.stream({"question": question, "time_range": time_range}):
             sources = chunk.get("sources", sources)
             print(chunk.get("answer", ""), end="", flush=True)
     except Exception as exc:
@@ -470,8 +501,8 @@ def _ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def _question_input(args: argparse.Namespace) -> dict[str, Any]:
-    """The chain's input; a blank question or an unreadable --time is the user's to fix."""
+def _question(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The question and `--time`; a blank question or an unreadable --time is the user's to fix."""
     question = " ".join(args.question).strip()
     if not question:
         msg = "the question is empty"
@@ -480,7 +511,7 @@ def _question_input(args: argparse.Namespace) -> dict[str, Any]:
         resolve_time_range(args.time)
     except ValueError as exc:
         raise UsageError(f"--time: {exc}") from None
-    return {"question": question, "time_range": args.time}
+    return question, args.time
 
 
 def openai_chat_model(model: str, *, needed_by: str, hint: str) -> BaseChatModel:

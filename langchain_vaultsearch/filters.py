@@ -37,9 +37,9 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from langchain_vaultsearch.documents import note_document
-from langchain_vaultsearch.query_syntax import note_mentions, tag_filters
-from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, result_limit
-from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
+from langchain_vaultsearch.limits import result_count_field, result_limit
+from langchain_vaultsearch.query_plan import QueryPlan, plan_query
+from langchain_vaultsearch.time_ranges import TimeRange
 from langchain_vaultsearch.vault.markdown import tag_hierarchy
 from langchain_vaultsearch.vault.note_info import NoteInfo
 from langchain_vaultsearch.vault.vault import Vault
@@ -136,7 +136,7 @@ class FilterRetriever(BaseModel):
     """Vault folder; `~` is expanded. Ignored when `vault` is given."""
     vault: Vault | None = Field(default=None, exclude=True, repr=False)
     """A `Vault` shared with other retrievers, so the vault is scanned once."""
-    limit: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1], strict=True)
+    limit: int = result_count_field()
     """Most documents per query; also `find(..., limit=...)`."""
     inclusions: list[str] | str | None = None
     """Rules a tag or time match must satisfy (mentions are exempt); own vault only."""
@@ -234,13 +234,37 @@ class FilterRetriever(BaseModel):
                 parsed (the message names it).
         """
         max_docs = self.limit if limit is None else result_limit(limit, "limit")
+        plan = plan_query(
+            query,
+            k=max_docs,
+            time_range=time_range,
+            read_period=False,
+            salient_terms=salient_terms,
+            now=now,
+        )
+        return self.run(plan, limit=max_docs, now=now)
+
+    def run(
+        self, plan: QueryPlan, *, limit: int | None = None, now: datetime | None = None
+    ) -> FilterResult:
+        """The notes a query's plan names: its mentions, then its tag or period matches.
+
+        `local_search` plans a question once and hands the plan here, so the filter and
+        the search read the same mentions, tags and period. At most `plan.limit` notes.
+
+        Args:
+            plan: the query's plan.
+            limit: most documents, instead of `plan.limit`.
+            now: the current time, for recency scores.
+        """
+        max_docs = plan.limit if limit is None else limit
         current = _aware(now)
-        window = resolve_time_range(time_range, current)
+        window = plan.time_range
         vault = self._vault
         vault.refresh()
         notes = list(vault.notes.values())
-        mentions = {name: vault.resolve(name) for name in note_mentions(query or "")}
-        tags = tag_filters(query or "", salient_terms)
+        mentions = {name: vault.resolve(name) for name in plan.mentions}
+        tags = plan.tags
         wanted = frozenset(tags)
 
         matches = [
@@ -321,6 +345,16 @@ def note_has_tag(info: NoteInfo, tags: frozenset[str]) -> bool:
     if not tags:
         return True
     return any(not tags.isdisjoint(tag_hierarchy(tag)) for tag in info.parsed.tags)
+
+
+def note_matches(info: NoteInfo | None, tags: frozenset[str], window: TimeRange | None) -> bool:
+    """Whether a searchable note carries one of `tags` (or a descendant) and a date in `window`.
+
+    The one test the filter and `VaultSearch.search`'s `tags` and `time_range` options
+    apply, so a note that one keeps the other keeps too.
+    """
+    daily = None if window is None else window.last_days(MAX_DAILY_NOTE_DAYS)
+    return _still_matches(info, tags, window, daily)
 
 
 def _still_matches(

@@ -42,20 +42,18 @@ from langchain_vaultsearch.context.builder import (
 )
 from langchain_vaultsearch.documents import document_score
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
+from langchain_vaultsearch.limits import DEFAULT_K, result_limit
 from langchain_vaultsearch.merge import merge_filter_and_search_results
-from langchain_vaultsearch.query_syntax import tag_filters
+from langchain_vaultsearch.query_plan import LEXICAL_ONLY, Available, QueryPlan, plan_query
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
-from langchain_vaultsearch.search.core import RETURN_ALL_LIMIT, result_limit
-from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
+from langchain_vaultsearch.time_ranges import TimeRange
 from langchain_vaultsearch.vault.vault import Vault
 
 VAULT_RETRIEVERS = (TieredLexicalRetriever, MergedSemanticRetriever, RetrieverFactory)
 """Retrievers that take `k` and `salient_terms` per call."""
-DEFAULT_MAX_RESULTS = 30
-"""Documents per question (the original's maxSourceChunks)."""
 
 
 @dataclass(frozen=True)
@@ -108,8 +106,9 @@ def local_search(
     retriever: BaseRetriever | None = None,
     lexical_retriever: TieredLexicalRetriever | None = None,
     time_range: TimeRange | str | None = None,
+    read_period: bool = True,
     salient_terms: Sequence[str] | None = None,
-    max_results: int = DEFAULT_MAX_RESULTS,
+    max_results: int = DEFAULT_K,
     now: datetime | None = None,
     config: RunnableConfig | None = None,
 ) -> LocalSearchResult:
@@ -120,7 +119,8 @@ def local_search(
     slow for many).
 
     Args:
-        query: the question; `[[mentions]]` and `#tags` are read from it.
+        query: the question; `[[mentions]]`, `#tags` and a period ("last week") are
+            read from it.
         vault: the vault the default retrievers share.
         vault_path: the vault folder, when neither `vault` nor a retriever with a vault
             is given.
@@ -130,13 +130,14 @@ def local_search(
             `MergedSemanticRetriever` with a `VaultIndex` for merged search).
         lexical_retriever: the retriever tag queries use; by default the lexical side of
             `retriever`, or one made over the shared vault.
-        time_range: a `TimeRange`, or an expression such as "last week"; with one, only
-            the filter runs.
+        time_range: a `TimeRange`, or an expression such as "last week", instead of the
+            period the question names; with a period, only the filter runs.
+        read_period: read the period from the question when `time_range` is None.
         salient_terms: the question's salient terms (e.g. from an LLM tool call); terms
             starting with `#` are the tag filters, and a lexical retriever ranks with
             them.
         max_results: documents without tags or time range (1..100, default 30).
-        now: the current time, for reading `time_range` and for recency scores.
+        now: the current time, for reading the period and for recency scores.
         config: LangChain config (callbacks, tags) for the main retriever's run.
 
     Returns:
@@ -146,25 +147,26 @@ def local_search(
         ValueError: no vault to search, both `vault` and `vault_path`, a `max_results`
             out of range, a non-string query, or a time expression that cannot be read.
     """
-    plan = _plan(
+    run = _prepare(
         query,
-        vault=vault,
-        vault_path=vault_path,
-        filter_retriever=filter_retriever,
-        retriever=retriever,
-        lexical_retriever=lexical_retriever,
+        search_retrievers(
+            vault=vault,
+            vault_path=vault_path,
+            filter_retriever=filter_retriever,
+            retriever=retriever,
+            lexical_retriever=lexical_retriever,
+        ),
         time_range=time_range,
+        read_period=read_period,
         salient_terms=salient_terms,
         max_results=max_results,
         now=now,
     )
-    found = plan.filter_retriever.find(
-        query, plan.time_range, salient_terms=salient_terms, limit=plan.limit, now=now
-    )
+    found = run.filter_retriever.run(run.plan, now=now)
     searched: list[Document] = []
-    if plan.retriever is not None:
-        searched = plan.retriever.invoke(query, config, **plan.retriever_kwargs)
-    return plan.result(found, searched)
+    if run.retriever is not None:
+        searched = run.retriever.invoke(run.plan.query, config, **run.retriever_kwargs)
+    return run.result(found, searched)
 
 
 async def alocal_search(
@@ -176,43 +178,44 @@ async def alocal_search(
     retriever: BaseRetriever | None = None,
     lexical_retriever: TieredLexicalRetriever | None = None,
     time_range: TimeRange | str | None = None,
+    read_period: bool = True,
     salient_terms: Sequence[str] | None = None,
-    max_results: int = DEFAULT_MAX_RESULTS,
+    max_results: int = DEFAULT_K,
     now: datetime | None = None,
     config: RunnableConfig | None = None,
 ) -> LocalSearchResult:
     """Async twin of `local_search`: the filter and the main retriever run concurrently."""
-    plan = _plan(
+    run = _prepare(
         query,
-        vault=vault,
-        vault_path=vault_path,
-        filter_retriever=filter_retriever,
-        retriever=retriever,
-        lexical_retriever=lexical_retriever,
+        search_retrievers(
+            vault=vault,
+            vault_path=vault_path,
+            filter_retriever=filter_retriever,
+            retriever=retriever,
+            lexical_retriever=lexical_retriever,
+        ),
         time_range=time_range,
+        read_period=read_period,
         salient_terms=salient_terms,
         max_results=max_results,
         now=now,
     )
-    filtering = plan.filter_retriever.afind(
-        query, plan.time_range, salient_terms=salient_terms, limit=plan.limit, now=now
-    )
-    if plan.retriever is None:
-        return plan.result(await filtering, [])
-    searching = plan.retriever.ainvoke(query, config, **plan.retriever_kwargs)
+    filtering = asyncio.to_thread(run.filter_retriever.run, run.plan, now=now)
+    if run.retriever is None:
+        return run.result(await filtering, [])
+    searching = run.retriever.ainvoke(run.plan.query, config, **run.retriever_kwargs)
     found, searched = await asyncio.gather(filtering, searching)
-    return plan.result(found, searched)
+    return run.result(found, searched)
 
 
 @dataclass(frozen=True)
-class _Plan:
+class _Run:
     """What one question runs, decided before anything runs (so async can run it at once)."""
 
+    plan: QueryPlan
     filter_retriever: FilterRetriever
     retriever: BaseRetriever | None
     retriever_kwargs: dict[str, Any]
-    time_range: TimeRange | None
-    limit: int
 
     def result(self, found: FilterResult, searched: Sequence[Document]) -> LocalSearchResult:
         merged = merge_filter_and_search_results(found.documents, searched)
@@ -221,52 +224,61 @@ class _Plan:
             _marked(doc, is_filter=False) for doc in _best_chunk_per_note(merged.search_results)
         ]
         # The filter asked for at most `limit`, so only search documents can be cut here.
-        documents = [*filter_docs, *search_docs][: max(self.limit, len(filter_docs))]
+        limit = self.plan.limit
+        documents = [*filter_docs, *search_docs][: max(limit, len(filter_docs))]
         return LocalSearchResult(
             documents=documents,
             filter_result=found,
-            time_range=self.time_range,
-            limit=self.limit,
+            time_range=self.plan.time_range,
+            limit=limit,
             searched=self.retriever is not None,
         )
 
 
-def _plan(
+def _prepare(
     query: str,
+    retrievers: SearchRetrievers,
     *,
-    vault: Vault | None,
-    vault_path: str | None,
-    filter_retriever: FilterRetriever | None,
-    retriever: BaseRetriever | None,
-    lexical_retriever: TieredLexicalRetriever | None,
     time_range: TimeRange | str | None,
+    read_period: bool,
     salient_terms: Sequence[str] | None,
     max_results: int,
     now: datetime | None,
-) -> _Plan:
+) -> _Run:
     if not isinstance(query, str):
         msg = f"query must be a string, got {type(query).__name__}"
         raise ValueError(msg)
     result_limit(max_results, "max_results")
-    window = resolve_time_range(time_range, now)
-    retrievers = search_retrievers(
-        vault=vault,
-        vault_path=vault_path,
-        filter_retriever=filter_retriever,
-        retriever=retriever,
-        lexical_retriever=lexical_retriever,
+    main = retrievers.retriever
+    plan = plan_query(
+        query,
+        k=max_results,
+        available=_available(main),
+        time_range=time_range,
+        read_period=read_period,
+        salient_terms=salient_terms,
+        filtering=True,
+        now=now,
     )
-    tag_query = bool(tag_filters(query, salient_terms))
-    limit = RETURN_ALL_LIMIT if window is not None or tag_query else max_results
-    main: BaseRetriever | None = None
-    if window is None:
-        main = retrievers.lexical_retriever if tag_query else retrievers.retriever
+    chosen: BaseRetriever | None = None
+    if plan.searches:
+        # Tags are exact terms: whatever the main retriever is, lexical search matches them.
+        chosen = retrievers.lexical_retriever if plan.tags else main
     kwargs: dict[str, Any] = {}
-    if isinstance(main, VAULT_RETRIEVERS):
-        kwargs = {"k": limit, "salient_terms": list(salient_terms or ())}
-    elif isinstance(main, KeywordDocumentRetriever):
-        kwargs = {"k": limit}
-    return _Plan(retrievers.filter_retriever, main, kwargs, window, limit)
+    if isinstance(chosen, VAULT_RETRIEVERS):
+        kwargs = {"k": plan.limit, "salient_terms": list(plan.salient_terms)}
+    elif isinstance(chosen, KeywordDocumentRetriever):
+        kwargs = {"k": plan.limit}
+    return _Run(plan, retrievers.filter_retriever, chosen, kwargs)
+
+
+def _available(retriever: BaseRetriever) -> Available:
+    """What the main retriever searches with, so the plan's route names what runs."""
+    if isinstance(retriever, RetrieverFactory):
+        return retriever.available
+    if isinstance(retriever, MergedSemanticRetriever):
+        return Available(semantic=True, hybrid=retriever.stages is not None)
+    return LEXICAL_ONLY
 
 
 class SearchRetrievers(NamedTuple):

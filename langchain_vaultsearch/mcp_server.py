@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_core.documents import Document
 
+from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K
+from langchain_vaultsearch.query_plan import SEARCH_MODES, SearchMode
 from langchain_vaultsearch.semantic.embeddings import require_extra
-from langchain_vaultsearch.service import SEARCH_MODES, SearchMode, VaultSearch
+from langchain_vaultsearch.service import VaultSearch
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
@@ -71,7 +73,7 @@ def create_mcp_server(
     @server.tool(annotations=read_only)
     async def search(
         query: str,
-        top_n: int = 10,
+        top_n: int = DEFAULT_SHOWN_K,
         mode: str | None = None,
         tags: list[str] | None = None,
         time_range: str | None = None,
@@ -81,7 +83,7 @@ def create_mcp_server(
         Args:
             query: words, a question, [[Note]] names or #tags.
             top_n: how many chunks (1 to 100).
-            mode: auto, lexical, semantic or merged (default: the server's).
+            mode: auto, lexical, semantic, merged or hybrid (default: the server's).
             tags: only notes with one of these tags or a descendant ("project" keeps
                 "#project/alpha").
             time_range: only notes with a date in this period ("last week", "2024-03").
@@ -98,7 +100,10 @@ def create_mcp_server(
 
     @server.tool(annotations=read_only)
     async def local_search(
-        question: str, time_range: str | None = None, top_n: int = 30, mode: str | None = None
+        question: str,
+        time_range: str | None = None,
+        top_n: int = DEFAULT_K,
+        mode: str | None = None,
     ) -> str:
         """The context a chat model would answer a question from, as XML with sources.
 
@@ -106,7 +111,7 @@ def create_mcp_server(
             question: the question; the [[notes]], #tags and periods it names filter.
             time_range: a period ("last week", "2024-03"), else the one the question names.
             top_n: documents at most (1 to 100).
-            mode: auto, lexical, semantic or merged (default: the server's).
+            mode: auto, lexical, semantic, merged or hybrid (default: the server's).
         """
         chosen = _mode(mode, server_mode)
         built = await _call(service.context, question, mode=chosen, time_range=time_range, k=top_n)

@@ -11,9 +11,8 @@ exactly what the model was given.
 ```
 
 In the original, an agent model reads the period off the question and passes it to the
-`localSearch` tool. A plain chain makes no tool call, so `find_time_expression` reads it:
-"what did I decide last week?" is answered from last week's notes. `[[mentions]]` and
-`#tags` are read by the filter.
+`localSearch` tool. A plain chain makes no tool call, so the query plan reads it, as it
+does for every front: "what did I decide last week?" is answered from last week's notes.
 """
 
 from __future__ import annotations
@@ -34,16 +33,16 @@ from langchain_core.runnables import (
 
 from langchain_vaultsearch.context.builder import ContextOptions
 from langchain_vaultsearch.filters import FilterRetriever
+from langchain_vaultsearch.limits import DEFAULT_K, result_limit
 from langchain_vaultsearch.local_search import (
-    DEFAULT_MAX_RESULTS,
     LocalSearchResult,
     SearchRetrievers,
     alocal_search,
     local_search,
     search_retrievers,
 )
-from langchain_vaultsearch.search.core import result_limit
-from langchain_vaultsearch.time_ranges import TimeRange, find_time_expression, resolve_time_range
+from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
+from langchain_vaultsearch.time_ranges import TimeRange
 from langchain_vaultsearch.vault.vault import Vault
 
 SYSTEM_PROMPT = (
@@ -64,7 +63,8 @@ def create_vault_qa_chain(
     vault: Vault | None = None,
     retriever: BaseRetriever | None = None,
     filter_retriever: FilterRetriever | None = None,
-    max_results: int = DEFAULT_MAX_RESULTS,
+    lexical_retriever: TieredLexicalRetriever | None = None,
+    max_results: int = DEFAULT_K,
     context_options: ContextOptions | None = None,
     prompt: BasePromptTemplate | None = None,
 ) -> Runnable[Any, dict[str, Any]]:
@@ -104,6 +104,8 @@ def create_vault_qa_chain(
         retriever: the main retriever; defaults to a `TieredLexicalRetriever` over the
             vault.
         filter_retriever: the filter; defaults to a `FilterRetriever` over the vault.
+        lexical_retriever: the retriever of tag questions; defaults to the lexical side
+            of `retriever`.
         max_results: documents for questions without tags or time range (1..100).
         context_options: limits and wording of the context.
         prompt: a prompt with `context` and `question` variables; defaults to
@@ -130,6 +132,7 @@ def create_vault_qa_chain(
         vault=vault,
         retriever=retriever,
         filter_retriever=filter_retriever,
+        lexical_retriever=lexical_retriever,
         max_results=max_results,
         context_options=context_options,
     )
@@ -143,7 +146,8 @@ def create_vault_context_chain(
     vault: Vault | None = None,
     retriever: BaseRetriever | None = None,
     filter_retriever: FilterRetriever | None = None,
-    max_results: int = DEFAULT_MAX_RESULTS,
+    lexical_retriever: TieredLexicalRetriever | None = None,
+    max_results: int = DEFAULT_K,
     context_options: ContextOptions | None = None,
 ) -> Runnable[Any, dict[str, Any]]:
     """The QA chain's first step on its own: a question in, its context and sources out.
@@ -162,6 +166,8 @@ def create_vault_context_chain(
         retriever: the main retriever; defaults to a `TieredLexicalRetriever` over the
             vault.
         filter_retriever: the filter; defaults to a `FilterRetriever` over the vault.
+        lexical_retriever: the retriever of tag questions; defaults to the lexical side
+            of `retriever`.
         max_results: documents for questions without tags or time range (1..100).
         context_options: limits and wording of the context.
 
@@ -173,7 +179,11 @@ def create_vault_context_chain(
     """
     result_limit(max_results, "max_results")
     retrievers = search_retrievers(
-        vault=vault, vault_path=vault_path, filter_retriever=filter_retriever, retriever=retriever
+        vault=vault,
+        vault_path=vault_path,
+        filter_retriever=filter_retriever,
+        retriever=retriever,
+        lexical_retriever=lexical_retriever,
     )
     step = _RetrieveStep(retrievers, max_results, context_options)
     return RunnableLambda(step.invoke, afunc=step.ainvoke, name="vault_local_search")
@@ -244,8 +254,8 @@ class _RetrieveStep:
 
 def _read_inputs(
     inputs: Mapping[str, Any] | str,
-) -> tuple[str, TimeRange | None, Sequence[str] | None]:
-    """The question, its time range (given, or found in the question) and salient terms.
+) -> tuple[str, TimeRange | str | None, Sequence[str] | None]:
+    """The question, the time range given (else the plan reads the question's) and salient terms.
 
     Raises:
         ValueError: no question, or a `time_range` that is neither a range nor a
@@ -264,7 +274,7 @@ def _read_inputs(
     if given is not None and not isinstance(given, (TimeRange, str)):
         msg = f"time_range must be a TimeRange or an expression, got {given!r}"
         raise ValueError(msg)
-    time_range = resolve_time_range(given) if given else find_time_expression(question)
+    time_range = given or None
     salient_terms = inputs.get("salient_terms")
     if salient_terms is not None and (
         isinstance(salient_terms, str)

@@ -1,46 +1,55 @@
-"""VaultSearch: one vault with its indexes, filter and retrievers, behind five verbs.
+"""VaultSearch: one vault with its indexes, filter and retrievers: the one pipeline.
 
-The terminal (`vaultsearch`) and the MCP server need the same wiring: one shared `Vault`,
-the lexical index, the vector index when there is one, the filter, the factory that
-picks between them. Each front end used to build that by hand; this object builds it
-once, so a front end is an adapter that parses its input and prints or returns what
-`search`, `context`, `index`, `status` and `note` give.
+The terminal (`vaultsearch`), the MCP server and the notebooks need the same wiring: one
+shared `Vault`, the lexical index, the vector index when there is one, the filter, the
+factory that picks between them. This object builds it once, so a front end is an
+adapter that parses its input and prints or returns what `search`, `local_search`,
+`context`, `qa_chain`, `index`, `status` and `note` give, and the same question gets
+the same documents and the same period filter through every front.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, cast
 
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.prompts import BasePromptTemplate
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable
 
 from langchain_vaultsearch.context.builder import ContextOptions, LocalSearchContext
 from langchain_vaultsearch.documents import note_document
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
-from langchain_vaultsearch.filters import (
-    MAX_DAILY_NOTE_DAYS,
-    FilterRetriever,
-    note_has_tag,
-    note_moment,
+from langchain_vaultsearch.filters import FilterRetriever, note_matches
+from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K, RETURN_ALL_LIMIT, result_limit
+from langchain_vaultsearch.local_search import LocalSearchResult, local_search
+from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
+from langchain_vaultsearch.query_plan import (
+    SEARCH_MODES,
+    QueryPlan,
+    SearchMode,
+    plan_query,
+    tag_filters,
 )
-from langchain_vaultsearch.local_search import DEFAULT_MAX_RESULTS, LocalSearchResult, local_search
-from langchain_vaultsearch.query_syntax import tag_filters
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
+from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
-from langchain_vaultsearch.search.core import RETURN_ALL_LIMIT, result_limit
+from langchain_vaultsearch.search.index_cache import CACHE_FOLDER
 from langchain_vaultsearch.semantic.index import IndexProgress, RefreshReport, VaultIndex
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
 from langchain_vaultsearch.vault.vault import Vault
 
-SearchMode = Literal["auto", "lexical", "semantic", "merged", "hybrid"]
-SEARCH_MODES: tuple[SearchMode, ...] = ("auto", "lexical", "semantic", "merged", "hybrid")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -62,21 +71,37 @@ class IndexSummary:
     semantic_seconds: float
 
 
+@dataclass(frozen=True)
+class HybridOptions:
+    """The stages `hybrid` mode runs after fusion (see `RetrieverFactory`)."""
+
+    graph: bool = True
+    recency: bool = True
+    reranker: BaseDocumentCompressor | None = None
+
+
 class VaultSearch:
     """A vault ready to search: lexical always, semantic when an embedding model is known.
+
+    The one pipeline every front calls: the CLI, the MCP server and the notebooks open a
+    `VaultSearch` and ask it; each question is planned once (`query_plan.plan_query`).
 
     Instantiate:
         .. code-block:: python
 
-            from langchain_vaultsearch.service import VaultSearch
+            from langchain_vaultsearch import VaultSearch
 
             service = VaultSearch("~/notes", embeddings="openai:text-embedding-3-small")
             service.index()                      # lexical index saved, vectors refreshed
             service.search("speed up slow database lookups", mode="merged")
 
-    The vector index is opened when `embeddings` (or a Chroma server) is given, or when a
+    The vector index is used when `embeddings` (or a Chroma server) is given, or when a
     vector index built earlier is found in `<vault>/.vaultsearch/semantic/`: an index
-    remembers the model it was built with.
+    remembers the model it was built with. It is opened when a search first needs it,
+    so lexical search never waits for a model; and it is optional: if it cannot be
+    opened (a missing extra, a model that does not load, a damaged store), lexical search
+    goes on, `semantic_problem` and `status()` say why in one line, and only the
+    semantic modes and `index()` report the failure.
     """
 
     def __init__(
@@ -92,6 +117,9 @@ class VaultSearch:
         query_expander: QueryExpanderLike | None = None,
         watch: bool = True,
         rebuild: bool = False,
+        graph: bool = True,
+        recency: bool = True,
+        reranker: BaseDocumentCompressor | None = None,
     ) -> None:
         """Open a vault.
 
@@ -106,48 +134,67 @@ class VaultSearch:
             query_expander: an LLM query expander for lexical search.
             watch: watch the folders for changes (a one-shot command passes False).
             rebuild: drop the vector index first (after changing the model).
+            graph: `hybrid`: graph neighbours join the results.
+            recency: `hybrid`: recency tiers.
+            reranker: `hybrid`: a document compressor that re-sorts the top 10.
 
         Raises:
             ValueError: the folder does not exist, or a bad option.
         """
         self.vault = Vault(vault_path, inclusions=inclusions, exclusions=exclusions, watch=watch)
         self.filter = FilterRetriever(vault=self.vault)
-        self.semantic_index: VaultIndex | None = None
-        semantic_home = (
+        self.lexical = TieredLexicalRetriever(vault=self.vault, query_expander=query_expander)
+        self._hybrid = HybridOptions(graph=graph, recency=recency, reranker=reranker)
+        self._semantic_options: dict[str, Any] = {
+            "embeddings": embeddings,
+            "chroma_host": chroma_host,
+            "chroma_port": chroma_port,
+            "persist_directory": persist_directory,
+            "rebuild": rebuild,
+        }
+        home = (
             Path(persist_directory)
             if persist_directory is not None
-            else self.vault.root / ".vaultsearch" / "semantic"
+            else self.vault.root / CACHE_FOLDER / "semantic"
         )
         wanted = embeddings is not None or chroma_host is not None or rebuild
-        if wanted or (semantic_home / "records.sqlite3").exists():
-            self.semantic_index = VaultIndex(
-                vault=self.vault,
-                embeddings=embeddings,
-                chroma_host=chroma_host,
-                chroma_port=chroma_port,
-                persist_directory=persist_directory,
-                rebuild=rebuild,
-            )
-        self.factory = RetrieverFactory(
-            vault=self.vault, semantic_index=self.semantic_index, query_expander=query_expander
-        )
-        self.lexical = self.factory.lexical_retriever
+        self._semantic_wanted = wanted or (home / "records.sqlite3").exists()
+        self._semantic: VaultIndex | None = None
+        self._semantic_error: Exception | None = None
+        self._retrievers: dict[SearchMode, BaseRetriever] = {"lexical": self.lexical}
+        self._lock = threading.RLock()
 
-    def retriever(
-        self,
-        mode: SearchMode = "auto",
-        *,
-        graph: bool = True,
-        recency: bool = True,
-        reranker: BaseDocumentCompressor | None = None,
-    ) -> BaseRetriever:
-        """The retriever of a mode: `auto` is the factory's choice per query.
+    @property
+    def semantic_index(self) -> VaultIndex | None:
+        """The vector index, opened on first use; None without one or when it failed."""
+        with self._lock:
+            if self._semantic_wanted and self._semantic is None and self._semantic_error is None:
+                try:
+                    self._semantic = VaultIndex(vault=self.vault, **self._semantic_options)
+                except Exception as exc:  # optional: any failure leaves lexical search working
+                    self._semantic_error = exc
+                    logger.warning("Semantic search is off: %s", self.semantic_problem)
+            return self._semantic
+
+    @property
+    def semantic_problem(self) -> str | None:
+        """Why the vector index could not be opened, in one line (None: no failure)."""
+        error = self._semantic_error
+        if error is None:
+            return None
+        text = " ".join(str(error).split()) or type(error).__name__
+        return text if len(text) <= 500 else text[:499] + "…"
+
+    @property
+    def factory(self) -> RetrieverFactory:
+        """The `auto` retriever: merged search when the vector index opens, else lexical."""
+        return cast(RetrieverFactory, self.retriever("auto"))
+
+    def retriever(self, mode: SearchMode = "auto") -> BaseRetriever:
+        """The retriever of a mode, made once: `auto` is the query plan's choice per query.
 
         Args:
             mode: `auto`, `lexical`, `semantic`, `merged` or `hybrid`.
-            graph: `hybrid`: graph neighbours join the results.
-            recency: `hybrid`: recency tiers.
-            reranker: `hybrid`: a document compressor that re-sorts the top 10.
 
         Raises:
             ValueError: an unknown mode, or `semantic`/`merged` without a vector index.
@@ -155,42 +202,59 @@ class VaultSearch:
         if mode not in SEARCH_MODES:
             msg = f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}"
             raise ValueError(msg)
+        with self._lock:
+            made = self._retrievers.get(mode)
+            if made is None:
+                made = self._retrievers[mode] = self._make(mode)
+            return made
+
+    def _make(self, mode: SearchMode) -> BaseRetriever:
         if mode == "auto":
-            return self.factory
+            return RetrieverFactory(
+                vault=self.vault, semantic_index=self.semantic_index, lexical_side=self.lexical
+            )
         if mode == "hybrid":
-            # Lexical, semantic when there is an index, then the stages; one fusion path.
+            # Lexical, semantic when there is an index, then the stages.
             return RetrieverFactory(
                 vault=self.vault,
                 semantic_index=self.semantic_index,
-                mode="hybrid",
-                graph=graph,
-                recency=recency,
-                reranker=reranker,
                 lexical_side=self.lexical,
+                mode="hybrid",
+                graph=self._hybrid.graph,
+                recency=self._hybrid.recency,
+                reranker=self._hybrid.reranker,
             )
-        if mode == "lexical":
-            return self.lexical
         index = self._index_or_error(mode)
         if mode == "semantic":
             return index.as_retriever()
         return MergedSemanticRetriever(semantic_index=index, lexical_retriever=self.lexical)
 
     def _index_or_error(self, mode: str) -> VaultIndex:
-        if self.semantic_index is None:
+        index = self.semantic_index
+        if index is not None:
+            return index
+        if self.semantic_problem is not None:
+            msg = f"{mode} search is off: {self.semantic_problem}"
+        else:
             msg = (
                 f"{mode} search needs a vector index: build one with `vaultsearch index "
                 "--embeddings huggingface:sentence-transformers/all-MiniLM-L6-v2` (or pass "
                 "embeddings=...)"
             )
-            raise ValueError(msg)
-        return self.semantic_index
+        raise ValueError(msg)
+
+    def plan(self, query: str, *, mode: SearchMode = "auto", k: int = DEFAULT_K) -> QueryPlan:
+        """What a search of `query` would read from it and run, without running it."""
+        if mode == "auto":
+            return self.factory.plan(query, k=k)
+        return plan_query(query, k=k, mode=mode)
 
     def search(
         self,
         query: str,
         *,
         mode: SearchMode = "auto",
-        k: int = 10,
+        k: int = DEFAULT_SHOWN_K,
         tags: Sequence[str] | None = None,
         time_range: TimeRange | str | None = None,
     ) -> list[Document]:
@@ -198,7 +262,7 @@ class VaultSearch:
 
         Args:
             query: the query.
-            mode: `auto`, `lexical`, `semantic` or `merged`.
+            mode: `auto`, `lexical`, `semantic`, `merged` or `hybrid`.
             k: results (1..100).
             tags: keep chunks of notes carrying one of these tags or a descendant
                 (`project` keeps `#project/alpha`).
@@ -211,25 +275,17 @@ class VaultSearch:
         Raises:
             ValueError: a bad mode, `k` or time expression.
         """
+        result_limit(k)
         retriever = self.retriever(mode)
         if not tags and time_range is None:
             return retriever.invoke(query, k=k)
-        result_limit(k)
         wanted = frozenset(tag_filters("", [f"#{tag.lstrip('#')}" for tag in tags or ()]))
         window = resolve_time_range(time_range)
-        daily = None if window is None else window.last_days(MAX_DAILY_NOTE_DAYS)
-        kept = []
-        for doc in retriever.invoke(query, k=RETURN_ALL_LIMIT):
-            info = self.vault.get(str(doc.metadata.get("path")))
-            if info is None or not note_has_tag(info, wanted):
-                continue
-            if (
-                window is not None
-                and daily is not None
-                and note_moment(info, window, daily) is None
-            ):
-                continue
-            kept.append(doc)
+        kept = [
+            doc
+            for doc in retriever.invoke(query, k=RETURN_ALL_LIMIT)
+            if note_matches(self.vault.get(str(doc.metadata.get("path"))), wanted, window)
+        ]
         return kept[:k]
 
     def tags(self) -> dict[str, int]:
@@ -248,7 +304,7 @@ class VaultSearch:
         *,
         mode: SearchMode = "auto",
         time_range: TimeRange | str | None = None,
-        k: int = DEFAULT_MAX_RESULTS,
+        k: int = DEFAULT_K,
         options: ContextOptions | None = None,
     ) -> LocalSearchContext:
         """The XML context a chat model would answer the question from, with its sources."""
@@ -262,18 +318,52 @@ class VaultSearch:
         *,
         mode: SearchMode = "auto",
         time_range: TimeRange | str | None = None,
-        k: int = DEFAULT_MAX_RESULTS,
+        k: int = DEFAULT_K,
     ) -> LocalSearchResult:
-        """Filter documents and search documents for a question (see `local_search`)."""
+        """Filter documents and search documents for a question (see `local_search`).
+
+        The period is `time_range`, else the one the question names ("last week").
+        """
         return local_search(
-            question,
-            vault=self.vault,
-            filter_retriever=self.filter,
-            retriever=self.retriever(mode),
-            lexical_retriever=self.lexical,
-            time_range=time_range,
-            max_results=k,
+            question, **self._search_retrievers(mode), time_range=time_range, max_results=k
         )
+
+    def context_chain(
+        self,
+        *,
+        mode: SearchMode = "auto",
+        k: int = DEFAULT_K,
+        context_options: ContextOptions | None = None,
+    ) -> Runnable[Any, dict[str, Any]]:
+        """`create_vault_context_chain` over this vault's retrievers (see there)."""
+        return create_vault_context_chain(
+            **self._search_retrievers(mode), max_results=k, context_options=context_options
+        )
+
+    def qa_chain(
+        self,
+        llm: Runnable[LanguageModelInput, Any],
+        *,
+        mode: SearchMode = "auto",
+        k: int = DEFAULT_K,
+        context_options: ContextOptions | None = None,
+        prompt: BasePromptTemplate | None = None,
+    ) -> Runnable[Any, dict[str, Any]]:
+        """`create_vault_qa_chain` over this vault's retrievers (see there)."""
+        return create_vault_qa_chain(
+            llm=llm,
+            **self._search_retrievers(mode),
+            max_results=k,
+            context_options=context_options,
+            prompt=prompt,
+        )
+
+    def _search_retrievers(self, mode: SearchMode) -> dict[str, Any]:
+        return {
+            "filter_retriever": self.filter,
+            "retriever": self.retriever(mode),
+            "lexical_retriever": self.lexical,
+        }
 
     def index(
         self,
@@ -286,6 +376,11 @@ class VaultSearch:
         Args:
             semantic: also refresh the vector index (when one is configured).
             on_progress: progress of the vector refresh.
+
+        Raises:
+            Exception: the vector index could not be opened (the error that closed it:
+                a missing extra, a model that does not load, another model's index);
+                the lexical index is saved first.
         """
         start = time.perf_counter()
         index = self.lexical.core.index
@@ -294,8 +389,12 @@ class VaultSearch:
         lexical_seconds = time.perf_counter() - start
         report = None
         start = time.perf_counter()
-        if semantic and self.semantic_index is not None:
-            report = self.semantic_index.refresh(on_progress=on_progress)
+        if semantic and self._semantic_wanted:
+            vectors = self.semantic_index
+            if vectors is None and self._semantic_error is not None:
+                raise self._semantic_error
+            if vectors is not None:
+                report = vectors.refresh(on_progress=on_progress)
         return IndexSummary(
             notes=index.recall.size,
             lexical_seconds=lexical_seconds,
@@ -314,30 +413,41 @@ class VaultSearch:
             "semantic": None,
         }
         index = self.semantic_index
-        if index is not None:
+        if self.semantic_problem is not None:
+            status["semantic"] = {"error": self.semantic_problem}
+        if index is None:
+            return status
+        try:
             check = index.verify()
-            status["semantic"] = {
-                "model": index.model_id,
-                "collection": index.collection_name,
-                "notes_indexed": sum(1 for r in index.records.notes() if r.text_hash),
-                "unindexed_notes": len(check.unindexed),
-                "missing_vectors": len(check.missing),
-                "orphan_vectors": None if check.orphans is None else len(check.orphans),
-                "interrupted_notes": len(check.pending),
-            }
+        except Exception as exc:  # a damaged store is reported, not raised
+            status["semantic"] = {"model": index.model_id, "error": " ".join(str(exc).split())}
+            return status
+        status["semantic"] = {
+            "model": index.model_id,
+            "collection": index.collection_name,
+            "notes_indexed": sum(1 for r in index.records.notes() if r.text_hash),
+            "unindexed_notes": len(check.unindexed),
+            "missing_vectors": len(check.missing),
+            "orphan_vectors": None if check.orphans is None else len(check.orphans),
+            "interrupted_notes": len(check.pending),
+        }
         return status
 
     def note(self, path: str) -> Document | None:
-        """One note, whole, by its vault-relative path (None when there is no such note)."""
+        """One note, whole, by its vault-relative path (None when there is no such note).
+
+        A note the inclusion and exclusion rules leave out is not there: what search
+        cannot show, reading cannot either.
+        """
         self.vault.refresh()
         info = self.vault.get(path)
-        text = None if info is None else self.vault.read_text(path)
+        text = None if info is None or not info.searchable else self.vault.read_text(path)
         if info is None or text is None:
             return None
         return note_document(info, text, score=1.0, source="note", engine="vault")
 
     def close(self) -> None:
         """Stop watching the vault and close the vector index's records."""
-        if self.semantic_index is not None:
-            self.semantic_index.close()
+        if self._semantic is not None:
+            self._semantic.close()
         self.vault.close()

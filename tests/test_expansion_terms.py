@@ -19,7 +19,7 @@ from langchain_vaultsearch.expansion.terms import (
     fallback_expansion,
     strip_tags,
 )
-from langchain_vaultsearch.query_syntax import note_mentions
+from langchain_vaultsearch.query_plan import note_mentions
 
 # --------------------------------------------------------------------------- extract_salient_terms
 

@@ -65,9 +65,9 @@ class SlowFilterRetriever(FilterRetriever):
 
     delay_s: float = 0.0
 
-    def find(self, *args: Any, **kwargs: Any) -> FilterResult:
+    def run(self, *args: Any, **kwargs: Any) -> FilterResult:
         time.sleep(self.delay_s)
-        return super().find(*args, **kwargs)
+        return super().run(*args, **kwargs)
 
 
 class CountingLexicalRetriever(TieredLexicalRetriever):

@@ -1,10 +1,9 @@
 """RetrieverFactory: the one retriever a chain needs, choosing the right search per query.
 
-Priority, as in the original: a self-hosted retriever of the user's when its health
-check passes, then merged lexical + semantic search when a vector index is given, then
-lexical search. Tag queries (`#project`) and time queries ("last week") always go
-lexical: tags are exact terms that embeddings blur, and a period is answered by the
-filter's notes of that period, not by the meaning of "last week".
+The choice is the query plan's (`query_plan.plan_query`, the one place queries are read):
+as in the original, a self-hosted retriever of the user's when its health check passes,
+then merged lexical + semantic search when a vector index is given, then lexical search;
+tag queries (`#project`) and time queries ("last week") go lexical.
 """
 
 from __future__ import annotations
@@ -26,16 +25,15 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
 from langchain_vaultsearch.fusion import FusionMethod
 from langchain_vaultsearch.hybrid import GraphExpansion, HybridStages, RecencyTiers, top_k_for
-from langchain_vaultsearch.query_syntax import parse_query
+from langchain_vaultsearch.limits import MAX_RESULTS_RANGE, result_count_field
+from langchain_vaultsearch.query_plan import Available, QueryPlan, Route, plan_query
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
-from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
 
-RetrieverType = Literal["self-host", "hybrid", "merged", "lexical"]
 FactoryMode = Literal["auto", "hybrid"]
 
 
@@ -76,7 +74,7 @@ class RetrieverFactory(BaseRetriever):
         default=None, exclude=True, repr=False
     )
     """Returns True while the self-hosted retriever can serve; errors count as False."""
-    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1], strict=True)
+    k: int = result_count_field()
     """Results per query."""
     fusion: FusionMethod = "calibrated"
     """Fusion of merged search."""
@@ -101,7 +99,7 @@ class RetrieverFactory(BaseRetriever):
     _merged: MergedSemanticRetriever | None = PrivateAttr(default=None)
     _stages: HybridStages | None = PrivateAttr(default=None)
     _notes: Vault = PrivateAttr()
-    _last_type: RetrieverType | None = PrivateAttr(default=None)
+    _last_type: Route | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @model_validator(mode="after")
@@ -146,7 +144,7 @@ class RetrieverFactory(BaseRetriever):
         return self
 
     @property
-    def retriever_type(self) -> RetrieverType:
+    def retriever_type(self) -> Route:
         """The retriever the last query ran (before any query: what a plain query would)."""
         return self._last_type or self.choose("")
 
@@ -155,21 +153,31 @@ class RetrieverFactory(BaseRetriever):
         """The lexical retriever every choice falls back to (shared with merged search)."""
         return self._lexical
 
-    def choose(self, query: str, salient_terms: Sequence[str] | None = None) -> RetrieverType:
-        """Which retriever a query runs, without running it.
+    def choose(self, query: str, salient_terms: Sequence[str] | None = None) -> Route:
+        """Which retriever a query runs (`self-host`, `hybrid`, `merged` or `lexical`).
 
         Args:
             query: the query.
             salient_terms: terms a caller picked; a `#tag` among them forces lexical
                 search as a tag in the query does.
         """
-        if parse_query(query, salient_terms=salient_terms).needs_lexical:
-            return "lexical"
-        if self.self_host_retriever is not None and self._self_host_healthy():
-            return "self-host"
-        if self._merged is None:
-            return "lexical"
-        return "hybrid" if self._stages is not None else "merged"
+        return self.plan(query, salient_terms=salient_terms).route
+
+    def plan(
+        self, query: str, *, k: int | None = None, salient_terms: Sequence[str] | None = None
+    ) -> QueryPlan:
+        """The query's plan over what this factory can search with, without running it."""
+        wanted = self.k if k is None else min(k, MAX_RESULTS_RANGE[1])
+        return plan_query(query, k=wanted, available=self.available, salient_terms=salient_terms)
+
+    @property
+    def available(self) -> Available:
+        """What this factory can search with, for the query plan to choose among."""
+        return Available(
+            semantic=self._merged is not None,
+            hybrid=self._stages is not None,
+            self_host=None if self.self_host_retriever is None else self._self_host_healthy,
+        )
 
     def _self_host_healthy(self) -> bool:
         check = self.self_host_health_check
@@ -181,9 +189,7 @@ class RetrieverFactory(BaseRetriever):
             logger.warning("The self-hosted retriever's health check failed", exc_info=True)
             return False
 
-    def _pick(
-        self, query: str, salient_terms: Sequence[str] | None
-    ) -> tuple[RetrieverType, BaseRetriever]:
+    def _pick(self, query: str, salient_terms: Sequence[str] | None) -> tuple[Route, BaseRetriever]:
         kind = self.choose(query, salient_terms)
         with self._lock:
             self._last_type = kind
@@ -231,7 +237,7 @@ class RetrieverFactory(BaseRetriever):
         return await retriever.ainvoke(query, config, **_kwargs(kind, wanted, salient_terms))
 
 
-def _kwargs(kind: RetrieverType, k: int, salient_terms: Sequence[str] | None) -> dict[str, Any]:
+def _kwargs(kind: Route, k: int, salient_terms: Sequence[str] | None) -> dict[str, Any]:
     """Per-call options each retriever takes (a user's retriever takes none)."""
     if kind == "self-host":
         return {}

@@ -21,7 +21,7 @@ from langchain_vaultsearch.chunk_store.jsonl_store import (
 from langchain_vaultsearch.chunk_store.keyword_index import INDEX_FILE, KeywordHit, KeywordIndex
 from langchain_vaultsearch.chunk_store.profile import RetrievalProfile
 from langchain_vaultsearch.documents import store_chunk_document
-from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, result_limit
+from langchain_vaultsearch.limits import MAX_RESULTS_RANGE, result_limit
 from langchain_vaultsearch.search.index_cache import CACHE_FOLDER
 
 

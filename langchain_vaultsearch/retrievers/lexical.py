@@ -17,15 +17,14 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.documents import chunk_document, result_order
 from langchain_vaultsearch.expansion.terms import ExpandedQuery, QueryExpanderLike
-from langchain_vaultsearch.query_syntax import note_mentions
+from langchain_vaultsearch.limits import result_count_field, result_limit
+from langchain_vaultsearch.query_plan import note_mentions
 from langchain_vaultsearch.search.core import (
     CANDIDATE_LIMIT_RANGE,
-    MAX_RESULTS_RANGE,
     RankedChunk,
     SearchCore,
     SearchOptions,
     SearchResult,
-    result_limit,
 )
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from langchain_vaultsearch.search.memory_budget import (
@@ -76,7 +75,7 @@ class TieredLexicalRetriever(BaseRetriever):
     """Vault folder; `~` is expanded. Ignored when `vault` is given."""
     vault: Vault | None = Field(default=None, exclude=True, repr=False)
     """A `Vault` shared with other retrievers, so the vault is scanned once."""
-    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1], strict=True)
+    k: int = result_count_field()
     """Results per query (the original's maxK)."""
     salient_terms: list[str] = Field(default_factory=list)
     """Extra ranking terms added to every query's salient terms."""

@@ -27,9 +27,13 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_expansion
 from langchain_vaultsearch.fusion import FusionMethod, FusionWeights, fuse
 from langchain_vaultsearch.hybrid import HybridStages, top_k_for
+from langchain_vaultsearch.limits import (
+    RETURN_ALL_LIMIT,
+    result_count_field,
+    result_limit,
+)
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
-from langchain_vaultsearch.search.core import MAX_RESULTS_RANGE, RETURN_ALL_LIMIT, result_limit
 from langchain_vaultsearch.semantic.index import VaultIndex
 
 logger = logging.getLogger(__name__)
@@ -72,7 +76,7 @@ class MergedSemanticRetriever(BaseRetriever):
     """The vector index of the vault."""
     vault_path: str | None = None
     """The vault folder; must be the index's when given."""
-    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1], strict=True)
+    k: int = result_count_field()
     """Results per query."""
     return_all: bool = False
     """Up to 100 results, each side asked for 100."""

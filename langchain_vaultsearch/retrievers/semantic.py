@@ -21,8 +21,12 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from langchain_vaultsearch.documents import chunk_document
-from langchain_vaultsearch.query_syntax import note_mentions
-from langchain_vaultsearch.search.core import MAX_QUERY_CHARS, MAX_RESULTS_RANGE, result_limit
+from langchain_vaultsearch.limits import (
+    MAX_QUERY_CHARS,
+    result_count_field,
+    result_limit,
+)
+from langchain_vaultsearch.query_plan import note_mentions
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.text.chunking import note_path_from_chunk_id
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
@@ -61,7 +65,7 @@ class VaultSemanticRetriever(BaseRetriever):
 
     index: VaultIndex = Field(exclude=True, repr=False)
     """The vector index."""
-    k: int = Field(default=30, ge=MAX_RESULTS_RANGE[0], le=MAX_RESULTS_RANGE[1], strict=True)
+    k: int = result_count_field()
     """Results per query."""
     min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Cosine similarity a chunk needs to be returned."""

@@ -27,6 +27,12 @@ from langchain_vaultsearch.expansion.terms import (
     extract_salient_terms,
     fallback_expansion,
 )
+from langchain_vaultsearch.limits import (
+    DEFAULT_K,
+    MAX_RESULTS_RANGE,
+    RETURN_ALL_LIMIT,
+    clamp_query,
+)
 from langchain_vaultsearch.search.bm25 import LexicalHit, rank_chunks
 from langchain_vaultsearch.search.boosts import apply_folder_boost, apply_graph_boost
 from langchain_vaultsearch.search.chunk_cache import ChunkCache, IndexedChunk
@@ -44,9 +50,6 @@ from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 1000
-RETURN_ALL_LIMIT = 100
-MAX_RESULTS_RANGE = (1, 100)
 CANDIDATE_LIMIT_RANGE = (10, 1000)
 # Notes only the expansion found score at most this share of the weakest note the query's
 # own terms found: they are leads, not matches.
@@ -67,7 +70,7 @@ class SearchOptions:
         normalization: how raw scores map into [0.02, 0.98].
     """
 
-    max_results: int = 30
+    max_results: int = DEFAULT_K
     candidate_limit: int = 200
     salient_terms: tuple[str, ...] = ()
     enable_lexical_boosts: bool = True
@@ -343,29 +346,12 @@ def _vocabulary_of(chunks: list[IndexedChunk]) -> Vocabulary:
 
 def _clean_query(query: str) -> str:
     """The query trimmed and composed (NFC): `re\u0301sume\u0301` is the word `résumé`."""
-    query = (query or "").strip()[:MAX_QUERY_CHARS].strip()
+    query = clamp_query(query)
     return query if query.isascii() else unicodedata.normalize("NFC", query)
 
 
 def _lowered(terms: list[str]) -> list[str]:
     return list(dict.fromkeys(t.strip().lower() for t in terms if t.strip()))
-
-
-def result_limit(value: object, name: str = "k") -> int:
-    """A per-call result count, checked the one way every retriever checks it.
-
-    Raises:
-        ValueError: not an integer (a bool is not one), or outside 1..100; the message
-            names the option as the caller spells it (`k`, `limit`, `max_results`).
-    """
-    low, high = MAX_RESULTS_RANGE
-    if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"{name} must be an integer, got {value!r}"
-        raise ValueError(msg)
-    if not low <= value <= high:
-        msg = f"{name} must be between {low} and {high}, got {value}"
-        raise ValueError(msg)
-    return value
 
 
 def _clamp(value: int, low: int, high: int) -> int:

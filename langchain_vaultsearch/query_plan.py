@@ -1,0 +1,188 @@
+"""The query plan: what a query asks for and which search answers it, decided once.
+
+A query says more than its words. `[[Note]]` mentions name notes to return whole,
+`#tags` and periods ("last week") ask for every matching note, and together with what the
+vault has (a vector index, hybrid stages, a user's own retriever) they decide which search
+runs. When each front read them itself the fronts disagreed: only the QA chain read the
+period a question named, so `vaultsearch context` filtered by it while the MCP tool did
+not. Every front, chain and retriever now builds its plan with `plan_query`, and no other
+module reads query syntax.
+
+```
+plan_query(query, k, time_range, mode, available)
+  -> QueryPlan(query cut to 1,000 chars, mentions, tags, period, k, limit, route, reason)
+```
+
+Routing, in order (the first rule that applies):
+
+1. `filter-only`: the caller runs the filter (`local_search`) and the query has a period:
+   "what did I do last week" is answered by last week's notes, not by ranking "did".
+2. the mode asked for, when it is not `auto`;
+3. `lexical`: the query has a tag or a period. Tags are exact terms that embeddings blur,
+   and a period is a filter, not a meaning to embed.
+4. `self-host`: a user's own retriever, while its health check passes;
+5. `hybrid` or `merged` when a vector index is there (`hybrid` when stages are set up);
+6. `lexical`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from langchain_vaultsearch.limits import DEFAULT_K, RETURN_ALL_LIMIT, clamp_query, result_limit
+from langchain_vaultsearch.text.markdown_syntax import WIKILINK_PATTERN, wikilink_target
+from langchain_vaultsearch.time_ranges import TimeRange, find_time_expression, resolve_time_range
+from langchain_vaultsearch.vault.markdown import extract_tags_from_query, tag_hierarchy
+
+SearchMode = Literal["auto", "lexical", "semantic", "merged", "hybrid"]
+"""What a caller asks for: `auto` lets the plan choose."""
+SEARCH_MODES: tuple[SearchMode, ...] = ("auto", "lexical", "semantic", "merged", "hybrid")
+Route = Literal["filter-only", "lexical", "semantic", "merged", "hybrid", "self-host"]
+"""What runs: the filter alone, or the filter and one retriever."""
+
+
+@dataclass(frozen=True)
+class Available:
+    """What a vault can search with, for `plan_query` to choose among.
+
+    Attributes:
+        semantic: a vector index is open.
+        hybrid: hybrid stages (graph, recency, reranker) follow fusion.
+        self_host: the health check of a user's own retriever (None: there is none);
+            called only when the plan would otherwise pick merged or lexical search.
+    """
+
+    semantic: bool = False
+    hybrid: bool = False
+    self_host: Callable[[], bool] | None = None
+
+
+LEXICAL_ONLY = Available()
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """One query, read once: what it names and which search answers it.
+
+    Attributes:
+        query: the query as every part reads it (trimmed, at most 1,000 characters).
+        mentions: the notes it names as `[[Note#Heading|alias]]`, as `Note`.
+        tags: the tags it filters on, lowercased with `#` (the caller's `#` salient terms
+            when there are any, else the tags typed in the query).
+        time_range: the period: the one given, else the one the query names.
+        salient_terms: ranking terms a caller picked (e.g. an LLM tool call).
+        k: the documents asked for.
+        limit: `k`, or 100 when a tag or a period asks for "all of them".
+        route: what runs (see the module's routing rules).
+        reason: why, in a few words, for `--explain` and logs.
+    """
+
+    query: str
+    mentions: tuple[str, ...]
+    tags: tuple[str, ...]
+    time_range: TimeRange | None
+    salient_terms: tuple[str, ...]
+    k: int
+    limit: int
+    route: Route
+    reason: str
+
+    @property
+    def searches(self) -> bool:
+        """Whether a retriever runs (the filter always does in `local_search`)."""
+        return self.route != "filter-only"
+
+
+def plan_query(
+    query: object,
+    *,
+    k: int = DEFAULT_K,
+    mode: SearchMode = "auto",
+    available: Available = LEXICAL_ONLY,
+    time_range: TimeRange | str | None = None,
+    read_period: bool = True,
+    salient_terms: Sequence[str] | None = None,
+    filtering: bool = False,
+    now: datetime | None = None,
+) -> QueryPlan:
+    """Read a query and decide what runs for it.
+
+    Args:
+        query: the query (None reads as empty).
+        k: documents asked for (1..100).
+        mode: `auto`, or the search a caller insists on (a period is still answered
+            by the filter alone when `filtering`).
+        available: what the vault can search with.
+        time_range: a period that replaces the one the query names (a `TimeRange` or an
+            expression such as "last week").
+        read_period: read a period from the query when none is given.
+        salient_terms: ranking terms a caller picked; `#` terms among them are the tags.
+        filtering: the caller runs the filter, so a period needs no search.
+        now: the current time, for reading relative periods.
+
+    Raises:
+        ValueError: a query that is not a string, a `k` out of range, an unknown mode,
+            or a `time_range` expression that cannot be read.
+    """
+    text = clamp_query(query)
+    result_limit(k)
+    if mode not in SEARCH_MODES:
+        msg = f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}"
+        raise ValueError(msg)
+    if time_range is not None:
+        period = resolve_time_range(time_range, now)
+    else:
+        period = find_time_expression(text, now) if read_period else None
+    tags = tag_filters(text, salient_terms)
+    route, reason = _route(
+        mode, available, tags=bool(tags), period=period is not None, filtering=filtering
+    )
+    return QueryPlan(
+        query=text,
+        mentions=tuple(note_mentions(text)),
+        tags=tags,
+        time_range=period,
+        salient_terms=tuple(salient_terms or ()),
+        k=k,
+        limit=RETURN_ALL_LIMIT if tags or period is not None else k,
+        route=route,
+        reason=reason,
+    )
+
+
+def _route(
+    mode: SearchMode, available: Available, *, tags: bool, period: bool, filtering: bool
+) -> tuple[Route, str]:
+    if period and filtering:
+        return "filter-only", "a period is answered by the notes of that period"
+    if mode != "auto":
+        return mode, f"{mode} search was asked for"
+    if tags or period:
+        return "lexical", "a tag is an exact term" if tags else "a period is a filter"
+    if available.self_host is not None and available.self_host():
+        return "self-host", "the self-hosted retriever is healthy"
+    if available.semantic:
+        if available.hybrid:
+            return "hybrid", "a vector index and hybrid stages are set up"
+        return "merged", "a vector index is open"
+    return "lexical", "there is no vector index"
+
+
+def note_mentions(query: str) -> list[str]:
+    """Names of the notes a query mentions as `[[Note#Heading|alias]]`, without heading or alias."""
+    names = (wikilink_target(match.group(1)) for match in WIKILINK_PATTERN.finditer(query))
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def tag_filters(query: str, salient_terms: Sequence[str] | None) -> tuple[str, ...]:
+    """Tags to filter on: the `#` salient terms, else the tags typed in the query.
+
+    Lowercased, `#`-prefixed and deduplicated.
+    """
+    typed = [term for term in salient_terms or () if term.strip().startswith("#")]
+    raw = typed or extract_tags_from_query(query)
+    normalized = (tag_hierarchy(tag) for tag in raw)
+    return tuple(dict.fromkeys(levels[-1] for levels in normalized if levels))

@@ -1,0 +1,98 @@
+"""plan_query: mentions, tags, periods and the route, read once for every part of the package."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import pytest
+
+from langchain_vaultsearch.query_plan import Available, plan_query
+from langchain_vaultsearch.time_ranges import parse_time_expression
+
+NOW = datetime(2024, 4, 18, 12, 0).astimezone()
+MERGED = Available(semantic=True)
+
+
+def test_a_query_with_all_three() -> None:
+    plan = plan_query("what did [[Sarah Chen|Sarah]] say about #Project/Alpha last week?", now=NOW)
+    assert plan.mentions == ("Sarah Chen",)
+    assert plan.tags == ("#project/alpha",)
+    assert plan.time_range is not None
+    assert plan.time_range.label == "last week"
+    assert plan.route == "lexical"
+    assert plan.limit == 100
+
+
+def test_plain_question_goes_merged_when_there_is_a_vector_index() -> None:
+    plan = plan_query("how do I speed up slow database lookups?", available=MERGED, now=NOW)
+    assert (plan.mentions, plan.tags, plan.time_range) == ((), (), None)
+    assert (plan.route, plan.limit) == ("merged", 30)
+    assert plan_query(plan.query, now=NOW).route == "lexical"
+    hybrid = Available(semantic=True, hybrid=True)
+    assert plan_query(plan.query, available=hybrid, now=NOW).route == "hybrid"
+
+
+def test_salient_tag_terms_win_over_typed_tags() -> None:
+    plan = plan_query("#meeting notes", salient_terms=["#Ops", "deploy"], now=NOW)
+    assert plan.tags == ("#ops",)
+    assert plan.salient_terms == ("#Ops", "deploy")
+    assert not plan_query("C# and issue#3", now=NOW).tags
+
+
+def test_a_period_is_answered_by_the_filter_alone_when_the_caller_filters() -> None:
+    question = "what did I decide last week?"
+    assert plan_query(question, filtering=True, now=NOW).route == "filter-only"
+    assert plan_query(question, available=MERGED, now=NOW).route == "lexical"
+    assert plan_query(question, read_period=False, available=MERGED, now=NOW).route == "merged"
+
+
+def test_a_given_period_replaces_the_one_the_query_names() -> None:
+    march = parse_time_expression("2024-03", NOW)
+    plan = plan_query("notes from last week", time_range="2024-03", now=NOW)
+    assert plan.time_range == march
+    with pytest.raises(ValueError, match="Unable to parse"):
+        plan_query("anything", time_range="the day after never")
+
+
+def test_an_asked_mode_wins_over_tags_but_not_over_the_filter() -> None:
+    assert plan_query("#ops", mode="semantic", available=MERGED).route == "semantic"
+    assert plan_query("#ops", available=MERGED).route == "lexical"
+    assert (
+        plan_query("what happened last week", mode="merged", filtering=True, now=NOW).route
+        == "filter-only"
+    )
+
+
+def test_self_host_is_asked_only_when_the_plan_would_search() -> None:
+    calls: list[int] = []
+
+    def healthy() -> bool:
+        calls.append(1)
+        return True
+
+    available = Available(semantic=True, self_host=healthy)
+    assert plan_query("#ops", available=available).route == "lexical"
+    assert calls == []
+    assert plan_query("what is auth", available=available).route == "self-host"
+    assert calls == [1]
+
+
+def test_the_query_is_cut_before_anything_reads_it() -> None:
+    # A period beyond the first 1,000 characters is not read, and a huge query stays cheap.
+    plan = plan_query("word " * 300 + "last week", now=NOW)
+    assert plan.time_range is None
+    assert len(plan.query) <= 1000
+    start = time.perf_counter()
+    plan_query("word " * 200_000 + "[[Far Note]] last week", now=NOW)
+    assert time.perf_counter() - start < 5.0
+
+
+def test_bad_input_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="query must be a string"):
+        plan_query(42)
+    with pytest.raises(ValueError, match="k must be between 1 and 100"):
+        plan_query("x", k=0)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        plan_query("x", mode="fuzzy")  # type: ignore[arg-type]
+    assert plan_query(None).query == ""
