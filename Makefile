@@ -28,10 +28,11 @@ demo: $(VENV)/.installed  ## search the bundled sample vault
 test: $(VENV)/.installed-dev  ## run the whole test suite
 	$(BIN)/python -m pytest tests integration_tests -q -rs
 
-lint: $(VENV)/.installed-dev  ## ruff and mypy
+lint: $(VENV)/.installed-dev  ## ruff, mypy and the layers' import contract
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff format .

@@ -33,9 +33,9 @@ from datetime import datetime
 from typing import Literal
 
 from langchain_vaultsearch.limits import DEFAULT_K, RETURN_ALL_LIMIT, clamp_query, result_limit
-from langchain_vaultsearch.text.markdown_syntax import WIKILINK_PATTERN, wikilink_target
 from langchain_vaultsearch.time_ranges import TimeRange, find_time_expression, resolve_time_range
 from langchain_vaultsearch.vault.markdown import extract_tags_from_query, tag_hierarchy
+from langchain_vaultsearch.vault.markdown_syntax import WIKILINK_PATTERN, wikilink_target
 
 SearchMode = Literal["auto", "lexical", "semantic", "merged", "hybrid"]
 """What a caller asks for: `auto` lets the plan choose."""
@@ -78,6 +78,9 @@ class QueryPlan:
         limit: `k`, or 100 when a tag or a period asks for "all of them".
         route: what runs (see the module's routing rules).
         reason: why, in a few words, for `--explain` and logs.
+        decided_by_query: the route follows from the query alone (a period, a tag or an
+            asked mode), whatever the vault has: a caller need not open a vector index
+            to run it.
     """
 
     query: str
@@ -89,6 +92,7 @@ class QueryPlan:
     limit: int
     route: Route
     reason: str
+    decided_by_query: bool
 
     @property
     def searches(self) -> bool:
@@ -137,7 +141,7 @@ def plan_query(
     else:
         period = find_time_expression(text, now) if read_period else None
     tags = tag_filters(text, salient_terms)
-    route, reason = _route(
+    route, reason, decided = _route(
         mode, available, tags=bool(tags), period=period is not None, filtering=filtering
     )
     return QueryPlan(
@@ -150,25 +154,26 @@ def plan_query(
         limit=RETURN_ALL_LIMIT if tags or period is not None else k,
         route=route,
         reason=reason,
+        decided_by_query=decided,
     )
 
 
 def _route(
     mode: SearchMode, available: Available, *, tags: bool, period: bool, filtering: bool
-) -> tuple[Route, str]:
+) -> tuple[Route, str, bool]:
     if period and filtering:
-        return "filter-only", "a period is answered by the notes of that period"
+        return "filter-only", "a period is answered by the notes of that period", True
     if mode != "auto":
-        return mode, f"{mode} search was asked for"
+        return mode, f"{mode} search was asked for", True
     if tags or period:
-        return "lexical", "a tag is an exact term" if tags else "a period is a filter"
+        return "lexical", "a tag is an exact term" if tags else "a period is a filter", True
     if available.self_host is not None and available.self_host():
-        return "self-host", "the self-hosted retriever is healthy"
+        return "self-host", "the self-hosted retriever is healthy", False
     if available.semantic:
         if available.hybrid:
-            return "hybrid", "a vector index and hybrid stages are set up"
-        return "merged", "a vector index is open"
-    return "lexical", "there is no vector index"
+            return "hybrid", "a vector index and hybrid stages are set up", False
+        return "merged", "a vector index is open", False
+    return "lexical", "there is no vector index", False
 
 
 def note_mentions(query: str) -> list[str]:

@@ -31,7 +31,7 @@ from langchain_vaultsearch.context.builder import ContextOptions, LocalSearchCon
 from langchain_vaultsearch.documents import note_document
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
 from langchain_vaultsearch.filters import FilterRetriever, note_matches
-from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K, RETURN_ALL_LIMIT, result_limit
+from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K, RETURN_ALL_LIMIT
 from langchain_vaultsearch.local_search import LocalSearchResult, local_search
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.query_plan import (
@@ -275,8 +275,7 @@ class VaultSearch:
         Raises:
             ValueError: a bad mode, `k` or time expression.
         """
-        result_limit(k)
-        retriever = self.retriever(mode)
+        retriever = self._retriever_for(plan_query(query, k=k, mode=mode))
         if not tags and time_range is None:
             return retriever.invoke(query, k=k)
         wanted = frozenset(tag_filters("", [f"#{tag.lstrip('#')}" for tag in tags or ()]))
@@ -324,9 +323,25 @@ class VaultSearch:
 
         The period is `time_range`, else the one the question names ("last week").
         """
+        plan = plan_query(question, k=k, mode=mode, time_range=time_range, filtering=True)
         return local_search(
-            question, **self._search_retrievers(mode), time_range=time_range, max_results=k
+            question,
+            filter_retriever=self.filter,
+            retriever=self._retriever_for(plan),
+            lexical_retriever=self.lexical,
+            time_range=plan.time_range,
+            max_results=k,
         )
+
+    def _retriever_for(self, plan: QueryPlan) -> BaseRetriever:
+        """The retriever of a plan's mode; lexical when the query alone routes `auto` there.
+
+        A tag, a period or an asked mode decides the route whatever the vault has, so
+        such a query never waits for the vector index (or its model) to open.
+        """
+        if plan.decided_by_query and plan.route in ("lexical", "filter-only"):
+            return self.lexical
+        return self.retriever(plan.route if plan.decided_by_query else "auto")  # type: ignore[arg-type]
 
     def context_chain(
         self,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from langchain_vaultsearch.text.markdown_syntax import TAG_PATTERN
+from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN
 from langchain_vaultsearch.vault.markdown import (
     Heading,
     Link,

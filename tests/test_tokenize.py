@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_vaultsearch.text import tokenize as tokenize_module
-from langchain_vaultsearch.text.markdown_syntax import TAG_PATTERN
+from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN
 from langchain_vaultsearch.text.tokenize import (
     contains_cjk,
     fold_accents,

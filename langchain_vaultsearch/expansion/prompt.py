@@ -28,9 +28,9 @@ from langchain_vaultsearch.expansion.terms import (
     extract_salient_terms,
     strip_tags,
 )
-from langchain_vaultsearch.text.markdown_syntax import COMBINING_MARKS
 from langchain_vaultsearch.text.tokenize import fold_accents
 from langchain_vaultsearch.vault.markdown import extract_tags_from_query
+from langchain_vaultsearch.vault.markdown_syntax import COMBINING_MARKS
 
 MAX_VARIANTS_RANGE = (0, 10)
 # Related terms asked for and kept; more mostly adds recall noise.

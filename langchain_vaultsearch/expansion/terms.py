@@ -14,12 +14,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from langchain_vaultsearch.text.markdown_syntax import (
+from langchain_vaultsearch.text.tokenize import CJK_RUN, contains_cjk, symbol_terms
+from langchain_vaultsearch.vault.markdown import extract_tags_from_query
+from langchain_vaultsearch.vault.markdown_syntax import (
     TAG_PATTERN,
     WIKILINK_PATTERN,
 )
-from langchain_vaultsearch.text.tokenize import CJK_RUN, contains_cjk, symbol_terms
-from langchain_vaultsearch.vault.markdown import extract_tags_from_query
 
 ExpansionSource = Literal["fallback", "llm", "pre-expanded", "empty"]
 

@@ -14,7 +14,7 @@ import re
 import sys
 import unicodedata
 
-from langchain_vaultsearch.text.markdown_syntax import TAG_PATTERN, WORD_CHARS
+from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN, WORD_CHARS
 
 # Han (with Extension A, B+ and compatibility ideographs), kana, Hangul, and the Southeast
 # Asian scripts Thai, Lao, Khmer and Myanmar: scripts written without spaces between words,

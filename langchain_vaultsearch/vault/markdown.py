@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 import yaml
 
-from langchain_vaultsearch.text.markdown_syntax import TAG_PATTERN
+from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN
 
 
 @dataclass(frozen=True)

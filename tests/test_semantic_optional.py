@@ -1,0 +1,105 @@
+"""The semantic side may fail, but lexical search, `status` and the demo never depend on it.
+
+Real subprocesses of the installed `vaultsearch` command, as a user meets them: a first
+`index --embeddings` whose model cannot load, and a vector index folder left behind by an
+older failed run. Before `VaultSearch` opened the vector index only when a search needed
+it, each of these made every later command on the vault exit 2, `--mode lexical` and
+`status` included.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from langchain_vaultsearch.semantic.records import IndexRecords
+from langchain_vaultsearch.service import VaultSearch
+
+VAULTSEARCH = str(Path(sys.executable).with_name("vaultsearch"))
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - the installed command, fixed arguments
+        [VAULTSEARCH, *args], capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+def _works_lexically(vault: Path) -> dict[str, object]:
+    """Lexical search, the demo's command and `status` all answer; returns the status."""
+    lexical = _run("search", "--vault", str(vault), "--mode", "lexical", "--json", "OAuth")
+    assert lexical.returncode == 0, lexical.stderr
+    assert json.loads(lexical.stdout)["documents"]
+    demo = _run("search", "--vault", str(vault), "--k", "10", "how do I set up OAuth?")
+    assert demo.returncode == 0, demo.stderr
+    assert "OAuth Setup.md" in demo.stdout
+    status = _run("status", "--vault", str(vault))
+    assert status.returncode == 0, status.stderr
+    assert "Traceback" not in status.stderr
+    report: dict[str, object] = json.loads(status.stdout)
+    return report
+
+
+def test_a_model_that_cannot_load_breaks_nothing_else(vault_dir: Path) -> None:
+    missing = vault_dir.parent / "no-such-model"
+    failed = _run("index", "--vault", str(vault_dir), "--embeddings", f"huggingface:{missing}")
+    assert failed.returncode == 2
+    assert "Traceback" not in failed.stderr
+    assert len(failed.stderr.strip().splitlines()) == 1, failed.stderr
+    status = _works_lexically(vault_dir)
+    assert status["notes"] == 9
+    # Merged search says why it cannot run, in one line, instead of a traceback.
+    merged = _run("search", "--vault", str(vault_dir), "--mode", "merged", "OAuth")
+    assert merged.returncode == 2
+    assert "Traceback" not in merged.stderr
+
+
+def test_a_vector_index_left_without_a_model_is_reported_not_fatal(vault_dir: Path) -> None:
+    # What a failed first index of an earlier version left: records that name no model.
+    home = vault_dir / ".vaultsearch" / "semantic"
+    home.mkdir(parents=True)
+    IndexRecords(home / "records.sqlite3").close()
+    status = _works_lexically(vault_dir)
+    semantic = status["semantic"]
+    assert isinstance(semantic, dict)
+    assert "embedding" in str(semantic["error"]).lower()
+
+
+def test_the_facade_keeps_lexical_search_when_the_vector_index_fails(
+    vault_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    service = VaultSearch(vault_dir, embeddings="fake:0", watch=False)
+    docs = service.search("OAuth callback", k=3)
+    assert docs
+    assert docs[0].metadata["source"] == "lexical"
+    assert service.semantic_index is None
+    assert service.semantic_problem
+    assert "Semantic search is off" in caplog.text
+    assert service.status()["semantic"] == {"error": service.semantic_problem}
+    with pytest.raises(ValueError, match="merged search is off"):
+        service.search("OAuth", mode="merged")
+
+
+def test_lexical_mode_never_opens_the_vector_index(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    VaultSearch(vault_dir, embeddings="fake:16", watch=False).index()
+    opened: list[object] = []
+    from langchain_vaultsearch import service as service_module
+
+    real = service_module.VaultIndex
+
+    def counting(*args: object, **kwargs: object) -> object:
+        opened.append(kwargs)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service_module, "VaultIndex", counting)
+    service = VaultSearch(vault_dir, watch=False)
+    assert service.search("OAuth callback", mode="lexical", k=3)
+    assert service.local_search("what about #project/alpha?").documents
+    assert opened == []
+    assert service.search("OAuth callback", k=3)  # auto: merged, so now it opens
+    assert len(opened) == 1
