@@ -40,11 +40,8 @@ def systems_for(vault: Path) -> dict[str, System]:
     """Each system as query -> ranked note paths over the vault's exported chunks."""
     from langchain_community.retrievers import BM25Retriever
 
-    from langchain_vaultsearch import (
-        KeywordDocumentRetriever,
-        RetrievalProfile,
-        export_vault_chunks,
-    )
+    from langchain_vaultsearch import KeywordDocumentRetriever
+    from langchain_vaultsearch.chunk_store import RetrievalProfile, export_vault_chunks
 
     store = CACHE / vault.resolve().name
     report = export_vault_chunks(vault, store)

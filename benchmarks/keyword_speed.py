@@ -50,7 +50,7 @@ K = 30
 
 def chunk_store(chunks: int) -> Path:
     """The synthetic vault's first `chunks` chunks as a JSONL store (cached)."""
-    from langchain_vaultsearch import export_vault_chunks
+    from langchain_vaultsearch.chunk_store import export_vault_chunks
 
     folder = DEFAULT_CACHE / f"keyword-store-{chunks}"
     if (folder / "vault-chunks.jsonl").is_file():

@@ -102,7 +102,7 @@ def work_index(
     if embeddings is None:
         model, spec, load_s = _model()
     else:
-        from langchain_vaultsearch import load_embeddings
+        from langchain_vaultsearch.semantic import load_embeddings
 
         model, spec, load_s = load_embeddings(embeddings), embeddings, 0.0
     base_kb = _current_rss_kb() or 0

@@ -44,6 +44,8 @@ from langchain_vaultsearch.vault.markdown import tag_hierarchy
 from langchain_vaultsearch.vault.note_info import NoteInfo
 from langchain_vaultsearch.vault.vault import Vault
 
+__all__ = ["FilterResult", "FilterRetriever"]
+
 FilterSource = Literal["title-match", "tag-match", "time-filtered"]
 
 MAX_DAILY_NOTE_DAYS = 365
@@ -117,7 +119,8 @@ class FilterRetriever(BaseModel):
     Usage:
         .. code-block:: python
 
-            from langchain_vaultsearch import FilterRetriever, parse_time_expression
+            from langchain_vaultsearch import FilterRetriever
+            from langchain_vaultsearch.time_ranges import parse_time_expression
 
             filters = FilterRetriever(vault_path="~/notes")
             docs = filters.get_relevant_documents("what did [[Alpha]] decide? #project")

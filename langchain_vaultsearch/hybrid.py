@@ -12,12 +12,14 @@ stages then reshape it, each switchable, in this order:
    (`benchmarks/semantic_quality.py --hybrid`), so they fill lists the direct results
    leave short rather than reorder them. Bounded twice: a few seeds, and a
    few neighbours per seed, so a hub note with 2,000 backlinks adds a handful, not 2,000,
-   and costs no more time than any other note. While a large vault's first index is
-   still building (searches scan meanwhile), its link graph is not known and no
-   neighbours join.
+   and costs no more time than any other note: only its `NEIGHBOURS_CONSIDERED` most
+   linked neighbours are ranked, chosen on the link graph's rows without a lookup.
+   While a large vault's first index is still building (searches scan meanwhile), its
+   link graph is not known and no neighbours join.
 2. **Recency tiers** (§6.3.4): a result whose note changed within 7 days is multiplied by
    1.2, within 30 days by 1.1 (configurable); a note's date is its latest of mtime,
-   `created`/`date` properties and a daily note's day, as the time filters read them.
+   `created`/`date` properties and a daily note's day, as the time filters read them. A
+   note dated more than a day ahead of now earns no tier.
 3. **Reranker** (§6.4.2): any LangChain `BaseDocumentCompressor` re-sorts the top
    `rerank_top_n`; a failure or a timeout keeps the order and is logged.
 
@@ -43,12 +45,19 @@ from langchain_vaultsearch.filters import latest_note_date
 from langchain_vaultsearch.search.chunk_cache import read_chunks
 from langchain_vaultsearch.vault.vault import Vault
 
+__all__ = ["GraphExpansion", "HybridStages", "RecencyTiers"]
+
 logger = logging.getLogger(__name__)
 
 
 def top_k_for(top_n: int) -> int:
     """Results asked of each strategy for `top_n` results: `max(10, 2 x top_n)` (§6.4.3)."""
     return max(10, 2 * top_n)
+
+
+FUTURE_GRACE_DAYS = 1.0
+"""How far ahead of now a note's date may be and still earn a recency tier: today's
+daily note is dated the end of its day, and a synced device's clock may run ahead."""
 
 
 @dataclass(frozen=True)
@@ -68,12 +77,26 @@ class RecencyTiers:
                 raise ValueError(msg)
 
     def factor(self, moment: datetime, now: datetime) -> float:
-        """The factor of a note last dated `moment`."""
+        """The factor of a note last dated `moment`; 1.0 for a note dated in the future.
+
+        A date ahead of now is no evidence of recent work (`touch -d 2300-01-01`, a
+        `created: 2099-01-01` property) and would otherwise rank that note first for
+        good. Up to `FUTURE_GRACE_DAYS` ahead still counts as now.
+        """
         age_days = (now - moment).total_seconds() / 86400.0
+        if age_days < -FUTURE_GRACE_DAYS:
+            return 1.0
         for days, factor in sorted(self.tiers):
             if age_days <= days:
                 return factor
         return 1.0
+
+
+NEIGHBOURS_CONSIDERED = 100
+"""Neighbours of one seed ranked for graph expansion, the most linked first (ties: the
+first in note order). Ranking a hub's whole neighbourhood decoded every neighbour's
+record: 14-39 s a query at a hub of 50,000 backlinks; the newest of a hub's equally
+linked notes is a tie-break, not worth a lookup per note."""
 
 
 @dataclass(frozen=True)
@@ -152,9 +175,8 @@ def _with_neighbours(ranked: list[Document], vault: Vault, graph: GraphExpansion
     connections: Counter[str] = Counter()
     brought_by: dict[str, list[str]] = {}
     for seed in seeds:
-        linked = (vault.outlinks(seed) | vault.backlinks(seed)) - present
         # A hub's neighbours: those linked to most of the seeds first, then the newest.
-        for neighbour in _most_connected(linked, vault, graph.per_seed):
+        for neighbour in _most_connected(seed, present, vault, graph.per_seed):
             connections[neighbour] += 1
             brought_by.setdefault(neighbour, []).append(seed)
     floor = min(document_score(doc.metadata) for doc in ranked)
@@ -186,17 +208,22 @@ def _with_neighbours(ranked: list[Document], vault: Vault, graph: GraphExpansion
     return ranked + added
 
 
-def _most_connected(linked: frozenset[str], vault: Vault, limit: int) -> list[str]:
-    """Up to `limit` of the linked notes: most links of their own first, then newest."""
+def _most_connected(seed: str, present: set[str], vault: Vault, limit: int) -> list[str]:
+    """Up to `limit` of a seed's neighbours not in `present`: most links first, then newest.
+
+    Only the `NEIGHBOURS_CONSIDERED` most linked are ranked, by their stamps: no record
+    is decoded to rank them.
+    """
+    linked = vault.neighbours(seed, NEIGHBOURS_CONSIDERED, exclude=present)
     if len(linked) <= limit:
-        return sorted(linked)
+        return sorted(path for path, _links in linked)
 
-    def rank(path: str) -> tuple[int, float, str]:
-        info = vault.get(path)
-        degree = len(vault.backlinks(path)) + len(vault.outlinks(path))
-        return (-degree, -(info.mtime_ms if info is not None else 0.0), path)
+    def rank(neighbour: tuple[str, int]) -> tuple[int, float, str]:
+        path, links = neighbour
+        stamp = vault.content_stamp(path)
+        return (-links, -(stamp[0] if stamp is not None else 0.0), path)
 
-    return sorted(linked, key=rank)[:limit]
+    return [path for path, _links in sorted(linked, key=rank)[:limit]]
 
 
 def _with_recency(

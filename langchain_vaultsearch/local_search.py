@@ -52,6 +52,8 @@ from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.time_ranges import TimeRange
 from langchain_vaultsearch.vault.vault import Vault
 
+__all__ = ["LocalSearchResult", "alocal_search", "local_search"]
+
 VAULT_RETRIEVERS = (TieredLexicalRetriever, MergedSemanticRetriever, RetrieverFactory)
 """Retrievers that take `k` and `salient_terms` per call."""
 

@@ -37,6 +37,8 @@ from langchain_vaultsearch.time_ranges import TimeRange, find_time_expression, r
 from langchain_vaultsearch.vault.markdown import extract_tags_from_query, tag_hierarchy
 from langchain_vaultsearch.vault.markdown_syntax import WIKILINK_PATTERN, wikilink_target
 
+__all__ = ["Available", "QueryPlan", "Route", "SearchMode", "plan_query"]
+
 SearchMode = Literal["auto", "lexical", "semantic", "merged", "hybrid"]
 """What a caller asks for: `auto` lets the plan choose."""
 SEARCH_MODES: tuple[SearchMode, ...] = ("auto", "lexical", "semantic", "merged", "hybrid")

@@ -49,6 +49,8 @@ from langchain_vaultsearch.semantic.index import IndexProgress, RefreshReport, V
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
 from langchain_vaultsearch.vault.vault import Vault
 
+__all__ = ["HybridOptions", "IndexSummary", "VaultSearch"]
+
 logger = logging.getLogger(__name__)
 
 

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 
+__all__ = ["TimeRange", "find_time_expression", "parse_time_expression"]
+
 _DAY = timedelta(days=1)
 
 _MONTHS = {

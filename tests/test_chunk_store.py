@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from langchain_vaultsearch import JsonlChunkStore, export_vault_chunks
+from langchain_vaultsearch.chunk_store import JsonlChunkStore, export_vault_chunks, jsonl_store
 from langchain_vaultsearch.chunk_store.jsonl_store import check_filters, matches_filters
 from tests.conftest import SAMPLE_VAULT
 
@@ -75,6 +76,39 @@ def test_bad_lines_are_skipped_and_reported_with_file_and_line(
     }
     assert "chunks.jsonl:7: duplicate id 'ok'" in caplog.text
     assert all(p.file == "chunks.jsonl" for p in store.problems)
+
+
+def test_an_oversized_line_is_skipped_at_bounded_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The limit was checked once the whole line was read: a 3 GB file without a newline
+    # took 3.3 GB and a MemoryError. A 1 MB limit and 8 MB lines show the same thing.
+    limit = 1024 * 1024
+    monkeypatch.setattr(jsonl_store, "MAX_LINE_BYTES", limit)
+    first = json.dumps({"id": "a", "text": "before"}).encode() + b"\n"
+    runaway = b'{"id": "big", "text": "' + b"x" * (8 * limit) + b'"}\n'
+    after = json.dumps({"id": "b", "text": "after"}).encode() + b"\r\n"
+    unterminated = b"y" * (8 * limit)  # the last line, with no newline at all
+    (tmp_path / "chunks.jsonl").write_bytes(first + runaway + after + unterminated)
+    store = JsonlChunkStore(tmp_path)
+    tracemalloc.start()
+    try:
+        with caplog.at_level(logging.WARNING):
+            records = list(store.records())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * limit, peak
+    assert [r.id for r in records] == ["a", "b"]
+    assert records[1].location.line == 3
+    again = store.read(records[1].location)
+    assert again is not None
+    assert again.text == "after"
+    assert [(p.line, p.reason) for p in store.problems] == [
+        (2, f"longer than {limit:,} bytes"),
+        (4, f"longer than {limit:,} bytes"),
+    ]
+    assert "chunks.jsonl:2: longer than" in caplog.text
 
 
 def test_a_missing_folder_is_a_clear_error(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_vaultsearch import (
+from langchain_vaultsearch import TieredLexicalRetriever
+from langchain_vaultsearch.context import (
     ContextOptions,
-    TieredLexicalRetriever,
     build_local_search_context,
     format_local_search_context,
     sanitize_for_citations,

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from langchain_vaultsearch import MissingExtraError, load_embeddings
+from langchain_vaultsearch import MissingExtraError
+from langchain_vaultsearch.semantic import load_embeddings
 from langchain_vaultsearch.semantic.embeddings import (
     SPEC_FORMS,
     bundled_minilm_path,

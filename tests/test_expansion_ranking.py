@@ -8,12 +8,8 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from langchain_vaultsearch import (
-    ExpandedQuery,
-    QueryExpander,
-    TieredLexicalRetriever,
-    Vault,
-)
+from langchain_vaultsearch import QueryExpander, TieredLexicalRetriever, Vault
+from langchain_vaultsearch.expansion import ExpandedQuery
 from langchain_vaultsearch.search.core import SearchCore, SearchOptions
 from tests.conftest import write_vault
 from tests.fake_models import PIANO_REPLY, ScriptedChatModel

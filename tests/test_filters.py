@@ -10,14 +10,9 @@ import pytest
 from langchain_core.documents import Document
 from pydantic import ValidationError
 
-from langchain_vaultsearch import (
-    FilterRetriever,
-    TieredLexicalRetriever,
-    TimeRange,
-    Vault,
-    parse_time_expression,
-)
+from langchain_vaultsearch import FilterRetriever, TieredLexicalRetriever, TimeRange, Vault
 from langchain_vaultsearch.filters import recency_score
+from langchain_vaultsearch.time_ranges import parse_time_expression
 from tests.conftest import NOTES, write_vault
 
 NOW = datetime(2024, 1, 15, 12, 0)  # Monday, local time

@@ -19,12 +19,12 @@ from langchain_vaultsearch import (
     FilterRetriever,
     KeywordDocumentRetriever,
     TieredLexicalRetriever,
-    build_local_search_context,
-    export_vault_chunks,
     local_search,
     merge_filter_and_search_results,
 )
+from langchain_vaultsearch.chunk_store import export_vault_chunks
 from langchain_vaultsearch.cli import main
+from langchain_vaultsearch.context import build_local_search_context
 
 HOSTILE = Path(__file__).parent / "hostile"
 SECONDS = 30.0

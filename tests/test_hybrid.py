@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +27,12 @@ from langchain_vaultsearch import (
     VaultIndex,
 )
 from langchain_vaultsearch.hybrid import GraphExpansion, HybridStages, RecencyTiers, top_k_for
+from langchain_vaultsearch.vault import saved_notes as saved_notes_module
+from langchain_vaultsearch.vault.link_graph import LinkGraph
+from langchain_vaultsearch.vault.markdown import parse_note
+from langchain_vaultsearch.vault.note_info import NoteInfo, note_title
+from langchain_vaultsearch.vault.saved_notes import SavedNotes, encode_row, pack
+from langchain_vaultsearch.vault.vault import Vault
 from tests.conftest import write_vault
 from tests.fake_embeddings import WordBagEmbedding
 
@@ -64,6 +71,29 @@ def test_a_recent_note_outranks_an_equal_old_one(tmp_path: Path) -> None:
     assert "recency" not in ranked[1].metadata["explanation"]
 
 
+def test_a_note_dated_in_the_future_earns_no_recency_tier(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 24, 12, 0).astimezone()
+    tiers = RecencyTiers()
+    assert tiers.factor(datetime(2300, 1, 1).astimezone(), now) == 1.0
+    # Today's daily note is dated the end of today: still recent.
+    assert tiers.factor(now + timedelta(hours=11), now) == 1.2
+    vault = write_vault(
+        tmp_path / "v",
+        {
+            "Future.md": "# Future\n\ncompost turning schedule\n",
+            "New.md": "# New\n\ncompost turning schedule\n",
+        },
+    )
+    year_2300 = 10_413_792_000
+    os.utime(vault / "Future.md", (year_2300, year_2300))
+    ranked = RetrieverFactory(vault_path=str(vault), mode="hybrid", graph=False).invoke(
+        "compost turning schedule"
+    )
+    assert [d.metadata["path"] for d in ranked] == ["New.md", "Future.md"]
+    assert ranked[0].metadata["explanation"]["recency"] == 1.2
+    assert "recency" not in ranked[1].metadata["explanation"]
+
+
 def test_graph_neighbours_join_below_and_a_hub_adds_only_a_few(tmp_path: Path) -> None:
     notes = {"Hub.md": "# Hub\n\nthe zeppelin hangar\n"}
     notes.update(
@@ -81,6 +111,80 @@ def test_graph_neighbours_join_below_and_a_hub_adds_only_a_few(tmp_path: Path) -
     assert all(d.metadata["score"] < docs[0].metadata["score"] for d in neighbours)
     off = RetrieverFactory(vault_path=str(vault), mode="hybrid", recency=False, graph=False)
     assert [d.metadata["path"] for d in off.invoke("zeppelin hangar", k=30)] == ["Hub.md"]
+
+
+def _hub_vault(root: Path, spokes: int) -> Vault:
+    """A vault whose notes were adopted from a saved index, as after a restart: a hub
+    linked from `spokes` notes, an index note linking to all of them, and three spokes
+    linking to each other too (the most connected). Only the hub and those three are
+    files: the other notes are saved rows alone, so the test writes four small files, not
+    50,000."""
+    on_disk = {"Hub.md": "# Hub\n\nthe zeppelin hangar\n"}
+    on_disk.update(
+        {f"Spoke {i}.md": f"# Spoke {i}\n\n[[Hub]] [[Spoke {(i + 1) % 3}]]\n" for i in range(3)}
+    )
+    write_vault(root, on_disk)
+    vault = Vault(root, watch=False)
+    infos, rows = {}, []
+    for path in on_disk:
+        read = vault.read_note(path)
+        assert read is not None
+        infos[path] = read[0]
+        rows.append(encode_row(read[0], read[2]))
+    spoke = parse_note("[[Hub]]\n")  # parsed once for the thousands of alike spokes
+    saved_only = {f"Spoke {i}.md": spoke for i in range(3, spokes)}
+    saved_only["Index.md"] = parse_note(" ".join(f"[[Spoke {i}]]" for i in range(spokes)))
+    at = 1_700_000_000_000_000_000
+    for path, parsed in saved_only.items():
+        infos[path] = NoteInfo(path, note_title(path), at / 1e6, at / 1e6, 8, parsed, True)
+        rows.append(encode_row(infos[path], (at, 8, at)))
+    arrays = pack(rows, len(rows))
+    saved = SavedNotes(
+        list(infos),
+        arrays["note_stamps"],
+        arrays["note_times"],
+        arrays["note_records"],
+        arrays["note_record_offsets"],
+    )
+    assert vault.adopt(saved, LinkGraph.from_notes(infos)) == len(infos)
+    return vault
+
+
+def test_graph_neighbours_of_a_hub_of_50000_backlinks_cost_a_bounded_number_of_lookups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ranking a hub's whole neighbourhood decoded every neighbour's saved record: about
+    # 100,000 a query, 14-39 s. Only the most linked few may be looked up now.
+    vault = _hub_vault(tmp_path / "v", 50_000)
+    assert len(vault.backlinks("Hub.md")) == 50_000
+    assert len(vault.outlinks("Index.md")) == 50_000
+    decoded: list[str] = []
+    original = saved_notes_module.parse_record
+
+    def counting(record: dict[str, Any]) -> Any:
+        decoded.append(record["path"])
+        return original(record)
+
+    monkeypatch.setattr(saved_notes_module, "parse_record", counting)
+    looked_up: list[str] = []
+    get = vault.get
+
+    def counting_get(path: str) -> NoteInfo | None:
+        looked_up.append(path)
+        return get(path)
+
+    monkeypatch.setattr(vault, "get", counting_get)
+    stages = HybridStages(graph=GraphExpansion(), recency=None)
+    docs = stages.apply(_docs(["Hub.md", "Index.md"]), "zeppelin", vault, top_n=10)
+    neighbours = [d for d in docs if d.metadata.get("source") == "graph"]
+    assert sorted(d.metadata["path"] for d in neighbours) == [f"Spoke {i}.md" for i in range(3)]
+    assert all(
+        d.metadata["explanation"]["graphNeighbour"]["via"] == ["Hub.md", "Index.md"]
+        for d in neighbours
+    )
+    bound = GraphExpansion().seeds * GraphExpansion().per_seed
+    assert len(looked_up) <= bound
+    assert len(decoded) <= bound
 
 
 class ReverseScorer(BaseDocumentCompressor):

@@ -660,3 +660,24 @@ def test_records_are_read_from_the_file_the_archive_opened_not_mapped_in(tmp_pat
     gc.collect()
     with pytest.raises(OSError, match="Bad file descriptor"):
         os.fstat(file)
+
+
+def test_a_note_dated_after_2262_is_saved_and_adopted_clamped(
+    tmp_path: Path, count_reads: Callable[[], int]
+) -> None:
+    # Saved stamps are int64 nanoseconds, which end in April 2262; file systems hold
+    # later times, and one such note made every save of the index fail (OverflowError).
+    root = write_vault(tmp_path / "vault", notes(12))
+    year_2300 = 10_413_792_000
+    os.utime(root / "Kraken.md", (year_2300, year_2300))
+    first = SearchCore(Vault(root), policy=SMALL)
+    assert [r.id for r in first.retrieve("kraken migration").results] == ["Kraken.md#0"]
+    assert index_path(first.vault).is_file()
+    second = SearchCore(Vault(root), policy=SMALL)
+    assert [r.id for r in second.retrieve("kraken migration").results] == ["Kraken.md#0"]
+    info = second.vault.get("Kraken.md")
+    assert info is not None
+    assert info.mtime_ms == (2**63 - 1) / 1e6  # the latest time the stamp holds
+    reads = count_reads()
+    second.vault.refresh()
+    assert count_reads() == reads  # its clamped stamp still matches: not read again

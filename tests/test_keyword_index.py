@@ -3,11 +3,15 @@ combination, each boost against hand-computed values, and the saved file as inpu
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
+import os
 import random
+import signal
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +19,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from langchain_vaultsearch import JsonlChunkStore, RetrievalProfile
-from langchain_vaultsearch.chunk_store import keyword_index
+from langchain_vaultsearch.chunk_store import JsonlChunkStore, RetrievalProfile, keyword_index
 from langchain_vaultsearch.chunk_store.analysis import bm25_terms, tfidf_words
 from langchain_vaultsearch.chunk_store.boosts import QueryBoosts, form_key
 from langchain_vaultsearch.chunk_store.keyword_index import KeywordIndex
@@ -255,6 +258,100 @@ def test_a_damaged_or_forged_index_is_logged_removed_and_rebuilt(
         assert KeywordIndex.load(path, store.stamps(), "unicode") is None
     assert "Ignoring the keyword index" in caplog.text
     assert not path.exists()
+
+
+class _HungError(Exception):
+    """Raised by the alarm: not an `OSError`, which the chunk reader would swallow."""
+
+
+@contextlib.contextmanager
+def _hang_guard(seconds: int) -> Iterator[None]:
+    """Fail the test instead of hanging it (a FIFO opened for reading blocks for good)."""
+
+    def hung(_signum: int, _frame: object) -> None:
+        raise _HungError
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("target", ["fifo", "dev-zero", "outside-file", "climbing-out"])
+def test_a_saved_file_list_naming_files_outside_the_store_is_refused(
+    tmp_path: Path, target: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = write_store(tmp_path / "store", random_texts(30))
+    store = JsonlChunkStore(folder)
+    path = folder / ".vaultsearch" / "keyword-index.npz"
+    KeywordIndex.build(store, "unicode").save(path)
+    # The same lines outside the store: every read of a forged location would parse.
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes((folder / "chunks.jsonl").read_bytes())
+    names = {
+        "fifo": str(tmp_path / "pipe"),
+        "dev-zero": "/dev/zero",
+        "outside-file": str(outside),
+        "climbing-out": "../outside.jsonl",
+    }
+    os.mkfifo(tmp_path / "pipe")
+    header = json.loads(zipfile.ZipFile(path).read(HEADER))
+    header["files"] = [names[target]]  # the stamps still match the store
+    _rewrite(path, **{HEADER: json.dumps(header).encode()})
+    with _hang_guard(20), caplog.at_level(logging.WARNING):
+        loaded = KeywordIndex.load(path, store.stamps(), "unicode")
+        index = loaded or KeywordIndex.build(store, "unicode")
+        hits = index.search("estimated tax", store, RetrievalProfile(), k=5)
+    assert loaded is None
+    assert "Ignoring the keyword index" in caplog.text
+    assert not path.exists()
+    assert hits
+    assert {hit.record.location.file for hit in hits} == {"chunks.jsonl"}
+
+
+@pytest.mark.parametrize("damage", ["nan-weights", "negative-lengths", "line-past-file-end"])
+def test_saved_arrays_that_would_break_scoring_or_reading_are_refused(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = write_store(tmp_path / "store", random_texts(30))
+    store = JsonlChunkStore(folder)
+    path = tmp_path / "keyword-index.npz"
+    KeywordIndex.build(store, "unicode").save(path)
+    with np.load(path) as data:
+        arrays = {name: data[name].copy() for name in ("tfidf_weights", "lengths", "lines")}
+    if damage == "nan-weights":
+        arrays["tfidf_weights"][:] = np.nan
+    elif damage == "negative-lengths":
+        arrays["lengths"][0] = -1_000_000
+    else:
+        arrays["lines"][3] = 1 << 40  # the first line's length: a terabyte read
+    _rewrite(path, **{f"{name}.npy": _npy(value) for name, value in arrays.items()})
+    with caplog.at_level(logging.WARNING):
+        assert KeywordIndex.load(path, store.stamps(), "unicode") is None
+    assert "Ignoring the keyword index" in caplog.text
+    assert not path.exists()
+
+
+def test_saved_idf_values_are_not_trusted(tmp_path: Path) -> None:
+    # NaN idf values made every query find nothing; the idf follows from the postings.
+    folder = write_store(tmp_path / "store", random_texts(30))
+    store = JsonlChunkStore(folder)
+    built = KeywordIndex.build(store, "unicode")
+    path = tmp_path / "keyword-index.npz"
+    built.save(path)
+    nan = {name: np.full(len(getattr(built, name)), np.nan) for name in ("bm25_idf", "tfidf_idf")}
+    _rewrite(path, **{f"{name}.npy": _npy(values) for name, values in nan.items()})
+    loaded = KeywordIndex.load(path, store.stamps(), "unicode")
+    assert loaded is not None
+    assert np.array_equal(loaded.bm25_idf, built.bm25_idf)
+    assert np.array_equal(loaded.tfidf_idf, built.tfidf_idf)
+    expected = built.search("estimated tax", store, RetrievalProfile(), k=5)
+    found = loaded.search("estimated tax", store, RetrievalProfile(), k=5)
+    assert found
+    assert [h.record.id for h in found] == [h.record.id for h in expected]
 
 
 def _npy(array: np.ndarray) -> bytes:

@@ -19,18 +19,17 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field
 
 from langchain_vaultsearch import (
-    FilterResult,
     FilterRetriever,
-    LocalSearchResult,
     TieredLexicalRetriever,
     TimeRange,
     Vault,
     alocal_search,
     local_search,
-    parse_time_expression,
 )
-from langchain_vaultsearch.local_search import search_retrievers
+from langchain_vaultsearch.filters import FilterResult
+from langchain_vaultsearch.local_search import LocalSearchResult, search_retrievers
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
+from langchain_vaultsearch.time_ranges import parse_time_expression
 from tests.conftest import write_vault
 
 

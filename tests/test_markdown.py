@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN
 from langchain_vaultsearch.vault.markdown import (
     Heading,
     Link,
@@ -25,6 +24,7 @@ from langchain_vaultsearch.vault.markdown import (
     property_values,
     tag_hierarchy,
 )
+from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN
 
 # --------------------------------------------------------------------------- frontmatter
 

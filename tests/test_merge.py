@@ -8,12 +8,12 @@ from langchain_core.documents import Document
 
 from langchain_vaultsearch import (
     FilterRetriever,
-    MergedResults,
     TieredLexicalRetriever,
     Vault,
-    format_local_search_context,
     merge_filter_and_search_results,
 )
+from langchain_vaultsearch.context import format_local_search_context
+from langchain_vaultsearch.merge import MergedResults
 
 
 def doc(path: str | None, chunk: int | None = None, text: str = "x") -> Document:

@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -14,13 +15,13 @@ from langchain_classic.retrievers import EnsembleRetriever
 
 from langchain_vaultsearch import (
     KeywordDocumentRetriever,
-    RetrievalProfile,
     RetrieverFactory,
     TieredLexicalRetriever,
     create_vault_qa_chain,
-    export_vault_chunks,
     local_search,
 )
+from langchain_vaultsearch.chunk_store import RetrievalProfile, export_vault_chunks
+from langchain_vaultsearch.safe_archive import HEADER
 from tests.conftest import SAMPLE_VAULT
 from tests.fake_models import ScriptedChatModel
 
@@ -144,6 +145,31 @@ def test_the_index_is_saved_reused_and_rebuilt_only_when_a_file_changes(
     assert [(p.line, p.reason[:14]) for p in second.problems] == [(6, "not valid JSON")]
     assert "irs.jsonl:6" in caplog.text
     assert saved.stat().st_mtime_ns != stamp
+
+
+def test_a_saved_index_naming_a_file_outside_the_store_is_rebuilt(
+    chunk_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The index lists the files it read lines from; a forged list pointed the query at a
+    # file outside the store, whose name is no stamp: `StopIteration` escaped the query.
+    first = KeywordDocumentRetriever(chunk_dir=str(chunk_dir))
+    expected = [doc.id for doc in first.invoke("estimated tax")]
+    saved = first.index_path
+    assert saved is not None
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes((chunk_dir / "irs.jsonl").read_bytes())
+    with zipfile.ZipFile(saved) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    header = json.loads(members[HEADER])
+    header["files"] = [str(outside)]
+    members[HEADER] = json.dumps(header).encode()
+    with zipfile.ZipFile(saved, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with caplog.at_level(logging.WARNING):
+        docs = KeywordDocumentRetriever(chunk_dir=str(chunk_dir)).invoke("estimated tax")
+    assert [doc.id for doc in docs] == expected
+    assert "Ignoring the keyword index" in caplog.text
 
 
 def test_persist_false_writes_nothing(chunk_dir: Path) -> None:

@@ -17,8 +17,8 @@ from langchain_vaultsearch import (
     TieredLexicalRetriever,
     VaultIndex,
     VaultSemanticRetriever,
-    export_vault_chunks,
 )
+from langchain_vaultsearch.chunk_store import export_vault_chunks
 from tests.conftest import SAMPLE_VAULT
 from tests.fake_embeddings import WordBagEmbedding
 

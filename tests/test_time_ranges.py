@@ -10,8 +10,12 @@ from datetime import date, datetime, time, timedelta, timezone
 
 import pytest
 
-from langchain_vaultsearch import TimeRange, find_time_expression, parse_time_expression
-from langchain_vaultsearch.time_ranges import resolve_time_range
+from langchain_vaultsearch import TimeRange
+from langchain_vaultsearch.time_ranges import (
+    find_time_expression,
+    parse_time_expression,
+    resolve_time_range,
+)
 
 # The reference's mocked clock: Monday 2024-01-15 12:00, local time.
 NOW = datetime(2024, 1, 15, 12, 0)

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_vaultsearch.text import tokenize as tokenize_module
-from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN
 from langchain_vaultsearch.text.tokenize import (
     contains_cjk,
     fold_accents,
@@ -25,6 +24,7 @@ from langchain_vaultsearch.text.tokenize import (
     tokenize_mixed,
 )
 from langchain_vaultsearch.vault.markdown import parse_note
+from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN
 
 # --------------------------------------------------------------------------- reference §3 table
 

@@ -25,6 +25,8 @@ logger = logging.getLogger(__name__)
 STORE_PATTERN = "*.jsonl"
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """A longer line is not a chunk (a runaway export); it is reported and skipped."""
+SKIP_PIECE_BYTES = 64 * 1024
+"""The rest of a line over the limit is read past this much at a time, never held."""
 
 
 @dataclass(frozen=True)
@@ -160,8 +162,15 @@ class JsonlChunkStore:
         seen: set[str],
     ) -> Iterator[ChunkRecord]:
         offset = 0
-        for number, raw in enumerate(handle, start=1):
+        # The line limit caps each read: iterating the file read a whole line first, so
+        # a 3 GB file without a newline took 3.3 GB before its length was checked.
+        lines = iter(lambda: handle.readline(MAX_LINE_BYTES + 2), b"")  # + b"\r\n"
+        for number, raw in enumerate(lines, start=1):
             start, offset = offset, offset + len(raw)
+            if not raw.endswith(b"\n") and len(raw) == MAX_LINE_BYTES + 2:
+                offset += _skip_line(handle)
+                self._problem(name, number, f"longer than {MAX_LINE_BYTES:,} bytes")
+                continue
             line = raw.rstrip(b"\r\n")
             if not line.strip():
                 continue
@@ -188,6 +197,16 @@ class JsonlChunkStore:
 
     def _name(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
+
+
+def _skip_line(handle: BinaryIO) -> int:
+    """Read past the rest of a line in pieces of `SKIP_PIECE_BYTES`; the bytes skipped."""
+    skipped = 0
+    while piece := handle.readline(SKIP_PIECE_BYTES):
+        skipped += len(piece)
+        if piece.endswith(b"\n"):
+            break
+    return skipped
 
 
 def matches_filters(metadata: Mapping[str, Any], filters: Mapping[str, Any] | None) -> bool:

@@ -53,6 +53,7 @@ from langchain_vaultsearch.chunk_store.analysis import (
 )
 from langchain_vaultsearch.chunk_store.boosts import QueryBoosts, form_key
 from langchain_vaultsearch.chunk_store.jsonl_store import (
+    MAX_LINE_BYTES,
     ChunkLocation,
     ChunkReader,
     ChunkRecord,
@@ -518,11 +519,9 @@ class KeywordIndex:
             "bm25_docs": self.bm25.docs,
             "bm25_counts": self.bm25.values,
             "lengths": self.lengths,
-            "bm25_idf": self.bm25_idf,
             "tfidf_offsets": self.tfidf.offsets,
             "tfidf_docs": self.tfidf.docs,
             "tfidf_weights": self.tfidf.values,
-            "tfidf_idf": self.tfidf_idf,
             "form_offsets": self.forms.offsets,
             "form_docs": self.forms.docs,
         }
@@ -563,7 +562,19 @@ class KeywordIndex:
 
     @classmethod
     def _from_saved(cls, header: dict[str, Any], data: Mapping[str, Any]) -> KeywordIndex:
+        """The index a saved file holds, checked against the store it was loaded for.
+
+        `header["stamps"]` already equals the store's own listing (`load`): the files a
+        query opens must be those, and each chunk's line must lie within its file, or a
+        forged file would have queries read a FIFO (forever), `/dev/zero` or a file
+        outside the store. The idf of every term follows from the postings and is
+        computed again, not read: a saved NaN or huge value made every query find nothing.
+        """
+        stamps = [(str(a), int(b), int(c)) for a, b, c in header["stamps"]]
         files = _strings(header["files"], "files")
+        if files != [name for name, _, _ in stamps]:
+            msg = "the saved file list is not the store's files"
+            raise ValueError(msg)
         ids = _strings(header["ids"], "ids")
         n = len(ids)
         if len(set(ids)) != n:
@@ -576,6 +587,11 @@ class KeywordIndex:
         lines = lines.reshape(-1, 4)
         if n and (lines.min() < 0 or int(lines[:, 0].max()) >= len(files)):
             msg = "chunk locations name files that do not exist"
+            raise ValueError(msg)
+        file_sizes = np.array([size for _, _, size in stamps], dtype=np.int64)
+        offsets, lengths = lines[:, 2], lines[:, 3]
+        if np.any(lengths > MAX_LINE_BYTES) or np.any(offsets > file_sizes[lines[:, 0]] - lengths):
+            msg = "chunk locations lie outside their files"
             raise ValueError(msg)
         bm25_names = _strings(header["bm25_terms"], "bm25_terms")
         feature_names = _strings(header["features"], "features")
@@ -592,29 +608,29 @@ class KeywordIndex:
             typed_array(data, "tfidf_weights", np.float32),
         )
         tfidf.check(len(feature_names), n)
+        if not np.all(np.isfinite(tfidf.values)):
+            msg = "TF-IDF weights are not finite"
+            raise ValueError(msg)
         form_docs = typed_array(data, "form_docs", np.int32)
         forms = Postings(typed_array(data, "form_offsets", np.int64), form_docs, form_docs)
         forms.check(len(form_names), n)
-        lengths = typed_array(data, "lengths", np.int32)
-        bm25_idf = typed_array(data, "bm25_idf", np.float64)
-        tfidf_idf = typed_array(data, "tfidf_idf", np.float64)
-        sizes = (len(lengths), len(bm25_idf), len(tfidf_idf))
-        if sizes != (n, len(bm25_names), len(feature_names)):
-            msg = "array lengths do not match"
+        chunk_lengths = typed_array(data, "lengths", np.int32)
+        if len(chunk_lengths) != n or np.any(chunk_lengths < 0):
+            msg = "chunk lengths do not match the chunks"
             raise ValueError(msg)
         return cls(
             tokenizer=analysis.check_tokenizer(str(header["tokenizer"])),
-            stamps=[(str(a), int(b), int(c)) for a, b, c in header["stamps"]],
+            stamps=stamps,
             files=files,
             ids=ids,
             lines=lines,
             bm25_terms={t: i for i, t in enumerate(bm25_names)},
             bm25=bm25,
-            lengths=lengths,
-            bm25_idf=bm25_idf,
+            lengths=chunk_lengths,
+            bm25_idf=_okapi_idf(np.diff(bm25.offsets), n),
             features={t: i for i, t in enumerate(feature_names)},
             tfidf=tfidf,
-            tfidf_idf=tfidf_idf,
+            tfidf_idf=_smooth_idf(np.diff(tfidf.offsets), n),
             form_numbers={t: i for i, t in enumerate(form_names)},
             forms=forms,
         )
@@ -698,6 +714,11 @@ def _okapi_idf(df: Ints, n: int) -> npt.NDArray[np.float64]:
         floor = BM25_EPSILON * float(idf.mean())
         idf = np.where(idf < 0, floor, idf)
     return idf.astype(np.float64)
+
+
+def _smooth_idf(df: Ints, n: int) -> npt.NDArray[np.float64]:
+    """scikit-learn's smooth idf, `ln((1 + N) / (1 + df)) + 1`."""
+    return np.log((1 + n) / (1 + df)) + 1.0
 
 
 def _term_major(
@@ -814,8 +835,7 @@ def _tfidf_weights(
     Returns:
         The postings (L2-normalised tf x idf) and the idf of each feature.
     """
-    df = _bincount(feature_of, features)
-    idf = np.log((1 + n) / (1 + df)) + 1.0
+    idf = _smooth_idf(_bincount(feature_of, features), n)
     idf32 = idf.astype(np.float32)
     row_ends = np.cumsum(chunk_sizes)
     # In place, a block of chunks at a time: one value per (chunk, feature) is the

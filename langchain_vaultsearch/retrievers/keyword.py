@@ -47,7 +47,8 @@ class KeywordDocumentRetriever(BaseRetriever):
     Instantiate:
         .. code-block:: python
 
-            from langchain_vaultsearch import KeywordDocumentRetriever, RetrievalProfile
+            from langchain_vaultsearch import KeywordDocumentRetriever
+            from langchain_vaultsearch.chunk_store import RetrievalProfile
 
             retriever = KeywordDocumentRetriever(
                 chunk_dir="data/chunks", profile=RetrievalProfile(doc_k=30)

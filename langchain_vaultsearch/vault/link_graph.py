@@ -147,6 +147,53 @@ class LinkGraph:
         """Paths of the notes `path` links to (resolved; unresolved links dropped)."""
         return self._row(self._out, path)
 
+    def neighbours(
+        self, path: str, limit: int, exclude: Collection[str] = ()
+    ) -> list[tuple[str, int]]:
+        """Up to `limit` notes one link away (either way), most links of their own first.
+
+        Chosen in note numbers over the rows: a hub's 50,000 backlinks cost a gather and a
+        partial sort, and no path or record of the notes left out is made. Graph
+        expansion took the whole neighbourhood as paths and looked up each note's record
+        to rank it: 14-39 s a query at a hub of 50,000 backlinks. Of equally linked
+        notes, the first in note order are kept.
+
+        Args:
+            path: the note whose neighbours are wanted.
+            limit: how many at most.
+            exclude: notes not to return (results already shown).
+
+        Returns:
+            `(path, links)` pairs: links counts the note's outlinks and backlinks.
+        """
+        number = self._numbers.get(path)
+        if number is None or limit < 1:
+            return []
+        (out_offsets, out_targets), (back_offsets, back_targets) = self._out, self._back
+        linked = np.unique(
+            np.concatenate(
+                [
+                    out_targets[out_offsets[number] : out_offsets[number + 1]],
+                    back_targets[back_offsets[number] : back_offsets[number + 1]],
+                ]
+            )
+        ).astype(np.int64)
+        dropped = [n for other in exclude if (n := self._numbers.get(other)) is not None]
+        linked = linked[~np.isin(linked, [number, *dropped])]
+        outlinks = out_offsets[linked + 1] - out_offsets[linked]
+        degrees = outlinks + back_offsets[linked + 1] - back_offsets[linked]
+        if len(linked) > limit:
+            # One key orders by links, most first, then by number: a partial sort keeps
+            # `limit` without sorting the rest.
+            keys = (int(degrees.max()) - degrees) * len(self._paths) + linked
+            kept = np.argpartition(keys, limit - 1)[:limit]
+            kept = kept[np.argsort(keys[kept])]
+            linked, degrees = linked[kept], degrees[kept]
+        return [
+            (self._paths[i], degree)
+            for i, degree in zip(linked.tolist(), degrees.tolist(), strict=True)
+        ]
+
     def co_cited(self, path: str, among: Collection[str]) -> set[str]:
         """The notes of `among`, other than `path`, that a note linking to `path` links to.
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 
-from langchain_vaultsearch.vault.note_records import Stamp
+from langchain_vaultsearch.vault.note_records import Stamp, file_stamp
 from langchain_vaultsearch.vault.vault import Vault
 from langchain_vaultsearch.vault.watcher import FolderWatcher
 
@@ -97,5 +97,5 @@ class NoteFiles:
                 # Gone: its folder's event comes with it, so the next listing walks.
                 del files[rel]
                 continue
-            files[rel] = (abs_path, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
+            files[rel] = (abs_path, file_stamp(stat))
         return files

@@ -11,6 +11,7 @@ gets no record, so it is simply read again.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from typing import Any
 
 from langchain_vaultsearch.vault.markdown import Heading, Link, ParsedNote
@@ -22,12 +23,28 @@ The inode change time is there for edits that keep size and mtime (an editor or 
 tool restoring the mtime after writing): the kernel sets it on every write, and no
 user-level call can set it back."""
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
 _DATE = "\x00date"
 _DATETIME = "\x00datetime"
 
 
 class NotPortableError(ValueError):
     """The note's frontmatter holds a value JSON cannot carry exactly."""
+
+
+def file_stamp(stat: os.stat_result) -> Stamp:
+    """A file's stamp, its times clamped to what int64 nanoseconds hold (1677 to 2262).
+
+    Saved indexes keep stamps in int64 arrays (`saved_notes.pack`) while file systems
+    hold later times (`touch -d 2300-01-01`): one such note made every save of a large
+    vault's index fail with `OverflowError`. Two clamped times compare equal, but any
+    write moves the inode change time to now, so an edit is still seen.
+    """
+    mtime_ns, ctime_ns = (
+        min(max(t, _INT64_MIN), _INT64_MAX) for t in (stat.st_mtime_ns, stat.st_ctime_ns)
+    )
+    return mtime_ns, stat.st_size, ctime_ns
 
 
 def note_record(

@@ -32,7 +32,7 @@ import numpy as np
 from langchain_vaultsearch.vault.link_graph import LinkGraph
 from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
 from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges, note_title
-from langchain_vaultsearch.vault.note_records import Stamp
+from langchain_vaultsearch.vault.note_records import Stamp, file_stamp
 from langchain_vaultsearch.vault.patterns import PathPattern, is_allowed, parse_patterns
 from langchain_vaultsearch.vault.saved_notes import SavedNotes, SavedRow, encode_row
 from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
@@ -249,7 +249,7 @@ class Vault:
             seen.add(rel)
             if stat is None:
                 continue
-            stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
+            stamp = file_stamp(stat)
             row = None if saved is None or rel in self._stamps else saved.row(rel)
             if row is not None:
                 adopted.append(rel)
@@ -267,7 +267,7 @@ class Vault:
             except OSError:
                 unreadable.add(rel)
                 continue
-            moved[rel] = (abs_path, stat, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
+            moved[rel] = (abs_path, stat, file_stamp(stat))
         for rel, (abs_path, stat, stamp) in moved.items():
             known = self._stamp_of(rel)
             if known is not None and known[:2] == stamp[:2] and self._same_text(rel, abs_path):
@@ -605,7 +605,7 @@ class Vault:
                 except OSError:
                     continue
                 covered = covered and not is_link and stat.st_nlink == 1
-                found[rel] = (abs_path, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
+                found[rel] = (abs_path, file_stamp(stat))
             for abs_sub, rel_sub, is_link in folders:
                 covered = covered and not is_link
                 real = os.path.realpath(abs_sub) if is_link else abs_sub
@@ -650,7 +650,7 @@ class Vault:
         loaded = self._load(path, abs_path, stat)
         if loaded is None:
             return None
-        return loaded[0], loaded[1], (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
+        return loaded[0], loaded[1], file_stamp(stat)
 
     def _same_text(self, rel: str, abs_path: str) -> bool:
         """Whether a note's file still holds the text read before (False when unknown)."""
@@ -694,13 +694,10 @@ class Vault:
                 parsed.frontmatter_error,
             )
         ctime = getattr(stat, "st_birthtime", stat.st_ctime)
+        # The times of the stamp, clamped as saved: `read_recorded` compares the two.
+        mtime_ns, size, changed_ns = file_stamp(stat)
         info = self._note_info(
-            rel,
-            stat.st_mtime_ns / 1e6,
-            ctime * 1000.0,
-            stat.st_size,
-            parsed,
-            changed_ns=stat.st_ctime_ns,
+            rel, mtime_ns / 1e6, ctime * 1000.0, size, parsed, changed_ns=changed_ns
         )
         return info, text
 
@@ -774,7 +771,7 @@ class Vault:
                 text = decode_note(handle.read(self.max_note_bytes + 1))
         except OSError:
             return None
-        return text, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns)
+        return text, file_stamp(stat)
 
     def safe_path(self, path: str) -> Path | None:
         """Map a vault-relative path to a file path only if it stays inside the vault.
@@ -923,6 +920,12 @@ class Vault:
     def outlinks(self, path: str) -> frozenset[str]:
         """Paths of the notes `path` links to (resolved; unresolved links dropped)."""
         return self._link_graph().outlinks(path)
+
+    def neighbours(
+        self, path: str, limit: int, exclude: Collection[str] = ()
+    ) -> list[tuple[str, int]]:
+        """Up to `limit` notes one link away, most linked first (`LinkGraph.neighbours`)."""
+        return self._link_graph().neighbours(path, limit, exclude)
 
     def co_cited(self, path: str, among: Collection[str]) -> set[str]:
         """The notes of `among` that a note linking to `path` also links to."""
