@@ -42,7 +42,7 @@ from langchain_vaultsearch.query_plan import QueryPlan, plan_query
 from langchain_vaultsearch.time_ranges import TimeRange
 from langchain_vaultsearch.vault.markdown import tag_hierarchy
 from langchain_vaultsearch.vault.note_info import NoteInfo
-from langchain_vaultsearch.vault.vault import Vault
+from langchain_vaultsearch.vault.vault import Vault, open_vault
 
 __all__ = ["FilterResult", "FilterRetriever"]
 
@@ -148,13 +148,13 @@ class FilterRetriever(BaseModel):
 
     @model_validator(mode="after")
     def _open_vault(self) -> FilterRetriever:
-        if self.vault is None:
-            if not self.vault_path:
-                msg = "FilterRetriever needs vault_path or vault"
-                raise ValueError(msg)
-            self.vault = Vault(
-                self.vault_path, inclusions=self.inclusions, exclusions=self.exclusions
-            )
+        self.vault = open_vault(
+            self.vault,
+            self.vault_path,
+            owner="FilterRetriever",
+            inclusions=self.inclusions,
+            exclusions=self.exclusions,
+        )
         return self
 
     def get_relevant_documents(

@@ -16,6 +16,7 @@ temporary nobody is writing from one being written, whatever its age.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import logging
@@ -29,6 +30,7 @@ import weakref
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any, BinaryIO, TypeVar
 
 try:
@@ -413,3 +415,22 @@ def discard(path: Path, what: str, error: BaseException) -> None:
     reason = str(error)[:200] or type(error).__name__
     logger.warning("Ignoring %s %s: %s (removed; it is rebuilt)", what, path, reason)
     path.unlink(missing_ok=True)
+
+
+def code_key(label: str, modules: Iterable[ModuleType], extra: str = "") -> str:
+    """A hash of the code that decides what a saved file holds: a change to it is a new format.
+
+    Each saved index names the modules whose source shapes its content (the tokenizer,
+    the note parser, the writer); a file saved by other code is rebuilt, not misread.
+
+    Args:
+        label: the file kind and its format's version, e.g. "lexical-index-v3".
+        modules: the modules whose source the content depends on.
+        extra: settings the content depends on besides the code (e.g. scoring constants).
+    """
+    digest = hashlib.sha256(label.encode())
+    for module in modules:
+        source = getattr(module, "__file__", None)
+        digest.update(Path(source).read_bytes() if source else module.__name__.encode())
+    digest.update(extra.encode())
+    return digest.hexdigest()[:16]

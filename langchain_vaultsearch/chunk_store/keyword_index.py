@@ -29,7 +29,6 @@ tfidf`, times the boosts a chunk earns. A chunk that matches no query term is no
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import itertools
 import json
@@ -68,6 +67,7 @@ from langchain_vaultsearch.safe_archive import (
     HEADER,
     UNREADABLE,
     check_sizes,
+    code_key,
     discard,
     refused_folder,
     typed_array,
@@ -638,12 +638,11 @@ class KeywordIndex:
 
 def format_key() -> str:
     """A hash of the code that decides what the saved keyword index holds."""
-    digest = hashlib.sha256(b"keyword-index-v1")
-    for module in (analysis, tokenize, stop_word_source):
-        source = getattr(module, "__file__", None)
-        digest.update(Path(source).read_bytes() if source else module.__name__.encode())
-    digest.update(f"{BM25_K1} {BM25_B} {BM25_EPSILON} {TFIDF_FEATURES}".encode())
-    return digest.hexdigest()[:16]
+    return code_key(
+        "keyword-index-v1",
+        (analysis, tokenize, stop_word_source),
+        f"{BM25_K1} {BM25_B} {BM25_EPSILON} {TFIDF_FEATURES}",
+    )
 
 
 class _ChunkTerms:

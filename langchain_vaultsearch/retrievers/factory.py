@@ -30,7 +30,7 @@ from langchain_vaultsearch.query_plan import Available, QueryPlan, Route, plan_q
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
-from langchain_vaultsearch.vault.vault import Vault
+from langchain_vaultsearch.vault.vault import Vault, open_vault
 
 logger = logging.getLogger(__name__)
 
@@ -110,11 +110,12 @@ class RetrieverFactory(BaseRetriever):
                 msg = "pass the index's own vault (semantic_index.vault), or none"
                 raise ValueError(msg)
             vault = self.semantic_index.vault
-        if vault is None:
-            if not self.vault_path:
-                msg = "RetrieverFactory needs vault_path, vault or semantic_index"
-                raise ValueError(msg)
-            vault = Vault(self.vault_path)
+        vault = open_vault(
+            vault,
+            self.vault_path,
+            owner="RetrieverFactory",
+            needs="vault_path, vault or semantic_index",
+        )
         self.vault = self._notes = vault
         shared = self.lexical_side
         if shared is not None and shared.vault is not vault:

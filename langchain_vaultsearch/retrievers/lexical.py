@@ -33,7 +33,7 @@ from langchain_vaultsearch.search.memory_budget import (
     MemoryBudget,
 )
 from langchain_vaultsearch.search.scoring import NormalizationMethod
-from langchain_vaultsearch.vault.vault import Vault
+from langchain_vaultsearch.vault.vault import Vault, open_vault
 
 
 class TieredLexicalRetriever(BaseRetriever):
@@ -117,13 +117,13 @@ class TieredLexicalRetriever(BaseRetriever):
 
     @model_validator(mode="after")
     def _open_vault(self) -> TieredLexicalRetriever:
-        if self.vault is None:
-            if not self.vault_path:
-                msg = "TieredLexicalRetriever needs vault_path or vault"
-                raise ValueError(msg)
-            self.vault = Vault(
-                self.vault_path, inclusions=self.inclusions, exclusions=self.exclusions
-            )
+        self.vault = open_vault(
+            self.vault,
+            self.vault_path,
+            owner="TieredLexicalRetriever",
+            inclusions=self.inclusions,
+            exclusions=self.exclusions,
+        )
         policy = replace(self.index_policy or IndexPolicy(), persist=self.persist_index)
         self._core = SearchCore(
             self.vault,

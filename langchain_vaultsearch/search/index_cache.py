@@ -20,7 +20,6 @@ stamps, times, its JSON record) and the link graph's rows (`link_offsets`,
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -34,6 +33,7 @@ from langchain_vaultsearch.safe_archive import (
     UNREADABLE,
     MappedArchive,
     Members,
+    code_key,
     discard,
     open_mapped,
     refused_folder,
@@ -72,11 +72,7 @@ def index_path(vault: Vault) -> Path:
 
 def format_key() -> str:
     """A hash of the code that decides what the saved index holds."""
-    digest = hashlib.sha256(b"lexical-index-v3")
-    for module in (tokenize, markdown, note_records, saved_notes, recall):
-        source = getattr(module, "__file__", None)
-        digest.update(Path(source).read_bytes() if source else module.__name__.encode())
-    return digest.hexdigest()[:16]
+    return code_key("lexical-index-v3", (tokenize, markdown, note_records, saved_notes, recall))
 
 
 def save_index(

@@ -21,6 +21,7 @@ import math
 import multiprocessing
 import os
 import shutil
+import sys
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -36,6 +37,7 @@ from langchain_vaultsearch.safe_archive import (
     UNREADABLE,
     MappedArchive,
     Members,
+    code_key,
     kept_folder,
     locked_folder,
     open_mapped,
@@ -232,10 +234,7 @@ def _shard_folder(resume_in: Path | None) -> Iterator[tuple[Path, bool]]:
 
 def _shard_format() -> str:
     """What decides a shard's content: the index's format and the code writing shards."""
-    digest = hashlib.sha256(format_key().encode())
-    for source in (__file__, vault_documents.__file__):
-        digest.update(Path(source).read_bytes())
-    return digest.hexdigest()
+    return code_key(format_key(), (sys.modules[__name__], vault_documents))
 
 
 def _shard_name(code: str, spec: VaultSpec, cut: list[_Listed]) -> str:

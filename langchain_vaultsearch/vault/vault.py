@@ -957,6 +957,39 @@ class Vault:
         return self._link_graph()
 
 
+def open_vault(
+    vault: Vault | None,
+    vault_path: str | os.PathLike[str] | None,
+    *,
+    owner: str,
+    needs: str = "vault_path or vault",
+    inclusions: Sequence[str] | str | None = None,
+    exclusions: Sequence[str] | str | None = None,
+) -> Vault:
+    """The vault a retriever searches: the shared one given, else one opened at `vault_path`.
+
+    Every retriever takes either, so that several can share one scan; this is the one
+    place that says so and opens the folder.
+
+    Args:
+        vault: a `Vault` shared with other retrievers (wins over `vault_path`).
+        vault_path: the vault folder.
+        owner: who asks, for the error message (e.g. "FilterRetriever").
+        needs: what the owner takes instead, for the error message.
+        inclusions: rules a note must match one of, for a vault opened here.
+        exclusions: rules that leave notes out, for a vault opened here.
+
+    Raises:
+        ValueError: neither is given, or the folder does not exist.
+    """
+    if vault is not None:
+        return vault
+    if not vault_path:
+        msg = f"{owner} needs {needs}"
+        raise ValueError(msg)
+    return Vault(vault_path, inclusions=inclusions, exclusions=exclusions)
+
+
 def _saved_revision(row: int) -> int:
     """The revision of an adopted row: negative, apart from read notes' and from -1."""
     return -2 - row
