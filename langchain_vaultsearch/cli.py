@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import sys
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -234,6 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(args, "k") and not 1 <= args.k <= 100:
         print(f"vaultsearch: --k must be between 1 and 100, got {args.k}", file=sys.stderr)
         return 2
+    for option in ("vault", "chunks", "out"):
+        value = getattr(args, option, None)
+        if value is not None and not value.strip():
+            # An empty path would silently mean the current folder.
+            print(f"vaultsearch: --{option} needs a folder, got an empty path", file=sys.stderr)
+            return 2
     run = {
         "search": _search,
         "context": _context,
@@ -560,6 +567,7 @@ def _document_json(doc: Document, *, explain: bool) -> dict[str, Any]:
 
 
 def _table(documents: list[Document]) -> str:
+    """Rank, note, heading and score in columns a terminal lines up, CJK titles included."""
     rows = [
         (
             str(rank),
@@ -570,17 +578,54 @@ def _table(documents: list[Document]) -> str:
         for rank, doc in enumerate(documents, start=1)
     ]
     header = ("#", "note", "heading", "score")
-    widths = [min(max(len(row[i]) for row in [header, *rows]), 60) for i in range(4)]
-    aligns = (">", "<", "<", ">")
+    widths = [min(max(_width(row[i]) for row in [header, *rows]), 60) for i in range(4)]
     lines = []
     for row in [header, *rows]:
-        cells = zip(row, widths, aligns, strict=True)
-        lines.append("  ".join(f"{_fit(c, w):{a}{w}}" for c, w, a in cells).rstrip())
+        cells = [
+            _pad(row[0], widths[0], right=True),
+            _pad(_fit_path(row[1], widths[1]), widths[1]),
+            _pad(_fit_end(row[2], widths[2]), widths[2]),
+            _pad(row[3], widths[3], right=True),
+        ]
+        lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _width(text: str) -> int:
+    """Columns a terminal gives the text: wide (CJK, full-width) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def _pad(text: str, width: int, *, right: bool = False) -> str:
+    space = " " * max(width - _width(text), 0)
+    return space + text if right else text + space
+
+
+def _fit_end(text: str, width: int) -> str:
+    """The text, cut at the end to `width` columns."""
+    if _width(text) <= width:
+        return text
+    kept = ""
+    for char in text:
+        if _width(kept + char) > width - 1:
+            break
+        kept += char
+    return kept + "…"
+
+
+def _fit_path(path: str, width: int) -> str:
+    """A path cut in its folders, so the note's own name stays readable."""
+    if _width(path) <= width:
+        return path
+    name = path.rsplit("/", 1)[-1]
+    if _width(name) + 2 > width:
+        return _fit_end(name, width)
+    start = ""
+    for char in path[: len(path) - len(name)]:
+        if _width(start + char) + 1 + _width(name) > width:
+            break
+        start += char
+    return f"{start}…{name}"
 
 
 def _explain(explanation: dict[str, Any]) -> str:

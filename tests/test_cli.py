@@ -399,3 +399,30 @@ def test_hybrid_search_from_the_command_line(
     assert documents[0]["metadata"]["score"] == 1.0
     assert main(["search", "--vault", str(vault_dir), "--no-graph", "oauth"]) == 2
     assert "apply to --mode hybrid" in capsys.readouterr().err
+
+
+def test_the_table_keeps_a_long_paths_note_name_and_lines_up_cjk() -> None:
+    from langchain_core.documents import Document
+
+    from langchain_vaultsearch.cli import _table, _width
+
+    deep = "/".join(["Folder"] * 15) + "/Meeting notes 2024.md"
+    docs = [
+        Document(page_content="x", metadata={"path": deep, "heading": "Intro", "score": 0.9}),
+        Document(
+            page_content="x",
+            metadata={"path": "学习笔记/学习笔记.md", "heading": "学习笔记", "score": 0.5},
+        ),
+    ]
+    lines = _table(docs).splitlines()
+    assert "…Meeting notes 2024.md" in lines[1]
+    # Every row ends at the same terminal column: wide characters count twice.
+    assert len({_width(line) for line in lines}) == 1
+
+
+def test_an_empty_vault_path_is_refused_not_read_as_the_current_folder(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["search", "--vault", "", "oauth"]) == 2
+    assert "--vault needs a folder" in capsys.readouterr().err
+    assert main(["status", "--vault", "  "]) == 2
