@@ -20,13 +20,14 @@ from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
-from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
 from langchain_vaultsearch.semantic import (
     EmbeddingModelMismatchError,
     IndexLockedError,
     MissingExtraError,
+    SemanticIndexUnavailable,
     VaultIndex,
 )
+from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever
 from langchain_vaultsearch.service import VaultSearch
 from langchain_vaultsearch.time_ranges import TimeRange
 from langchain_vaultsearch.vault.vault import Vault
@@ -45,6 +46,7 @@ __all__ = [
     "MissingExtraError",
     "QueryExpander",
     "RetrieverFactory",
+    "SemanticIndexUnavailable",
     "TieredLexicalRetriever",
     "TimeRange",
     "Vault",

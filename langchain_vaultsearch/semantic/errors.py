@@ -1,0 +1,34 @@
+"""The one error the semantic side fails with, so callers can keep lexical search running.
+
+The vector index is optional: a model that cannot load, a key that is missing, a store
+that is damaged or read-only must cost the user the semantic results, never the vault or
+its lexical search. Every such failure is a `SemanticIndexUnavailable` whose message is
+one line naming the cause and the fix, which a facade can show in its status as it is.
+"""
+
+from __future__ import annotations
+
+CAUSE_CHARS = 200
+"""The longest cause quoted from a third-party error (their messages can run for pages)."""
+
+
+class SemanticIndexUnavailable(RuntimeError):  # noqa: N818 - it names a state, not an error kind
+    """The vector index or its embedding model cannot be used; the message is the fix.
+
+    A subclass of `RuntimeError`: code that caught the index's runtime failures before
+    keeps catching them.
+    """
+
+
+def cause(exc: BaseException) -> str:
+    """A third-party error as a short line: its first line, or its class when it says nothing.
+
+    Args:
+        exc: the error to quote.
+
+    Returns:
+        At most `CAUSE_CHARS` characters, whitespace collapsed, with no line breaks.
+    """
+    lines = [" ".join(line.split()) for line in str(exc).splitlines()]
+    text = next((line for line in lines if line), type(exc).__name__)
+    return text if len(text) <= CAUSE_CHARS else f"{text[: CAUSE_CHARS - 3]}..."
