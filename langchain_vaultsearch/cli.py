@@ -30,7 +30,7 @@ from langchain_vaultsearch.chunk_store.export import export_vault_chunks
 from langchain_vaultsearch.expansion.expander import QueryExpander
 from langchain_vaultsearch.expansion.terms import ExpandedQuery
 from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K
-from langchain_vaultsearch.mcp_server import create_mcp_server
+from langchain_vaultsearch.mcp_server import LOOPBACK_HOSTS, TOKEN_VARIABLE, create_mcp_server
 from langchain_vaultsearch.query_plan import SEARCH_MODES
 from langchain_vaultsearch.rerankers import (
     DEFAULT_RERANKER_MODEL,
@@ -38,6 +38,8 @@ from langchain_vaultsearch.rerankers import (
     CrossEncoderReranker,
 )
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
+from langchain_vaultsearch.semantic.embeddings import install_command
+from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
 from langchain_vaultsearch.semantic.index import IndexProgress
 from langchain_vaultsearch.semantic.lock import IndexLockedError
 from langchain_vaultsearch.service import VaultSearch
@@ -164,7 +166,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--http", type=int, default=None, metavar="PORT", help="serve streamable HTTP on PORT"
     )
     mcp.add_argument(
-        "--host", default="127.0.0.1", help="the HTTP address (default 127.0.0.1: this machine)"
+        "--host",
+        default="127.0.0.1",
+        help="the HTTP address (default 127.0.0.1: this machine); any other needs a bearer"
+        f" token in ${TOKEN_VARIABLE}",
+    )
+    mcp.add_argument(
+        "--allow-host",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="off loopback: a name clients reach the server by, checked against each"
+        " request's Host header (default: --host; needed for 0.0.0.0; repeat for more)",
     )
     return parser
 
@@ -316,7 +329,7 @@ def _search(args: argparse.Namespace) -> int:
         documents = service.search(
             query, mode=args.mode, k=args.k, tags=args.tag, time_range=args.time
         )
-    except ValueError as exc:
+    except (ValueError, SemanticIndexUnavailable) as exc:
         raise UsageError(str(exc)) from None
     _print_results(args, query, documents, args.vault, service.lexical.last_query_expansion)
     return 0
@@ -398,18 +411,29 @@ def _mcp(args: argparse.Namespace) -> int:
     """Serve the vault over MCP until the client disconnects (stdio) or Ctrl-C (HTTP)."""
     if args.http is not None and not 0 < args.http < 65536:
         raise UsageError(f"--http takes a port number, got {args.http}")
+    token = os.environ.get(TOKEN_VARIABLE) or None
+    if args.http is None and args.allow_host:
+        raise UsageError("--allow-host applies to --http")
     # A long-running server watches the folders, so a call does not stat every note.
     service = _open(args, watch=True)
     try:
         server = create_mcp_server(
-            service, mode=args.mode, host=args.host, port=args.http or DEFAULT_MCP_PORT
+            service,
+            mode=args.mode,
+            host=args.host,
+            port=args.http or DEFAULT_MCP_PORT,
+            token=token if args.http is not None else None,
+            allowed_hosts=args.allow_host or (),
         )
     except (ValueError, ImportError) as exc:
         raise UsageError(str(exc)) from None
     if args.http is None:
         server.run("stdio")
     else:
-        print(f"vaultsearch: MCP on http://{args.host}:{args.http}/mcp", file=sys.stderr)
+        guard = "a bearer token is required" if token else "no token: this machine only"
+        if args.allow_host or args.host not in LOOPBACK_HOSTS:
+            guard += f"; Host must be one of {', '.join(args.allow_host or [args.host])}"
+        print(f"vaultsearch: MCP on http://{args.host}:{args.http}/mcp ({guard})", file=sys.stderr)
         server.run("streamable-http")
     return 0
 
@@ -454,7 +478,7 @@ def _context(args: argparse.Namespace) -> int:
     question, time_range = _question(args)
     try:
         result = service.local_search(question, mode=args.mode, time_range=time_range, k=args.k)
-    except ValueError as exc:
+    except (ValueError, SemanticIndexUnavailable) as exc:
         raise UsageError(str(exc)) from None
     built = result.build_context()
     if not args.json:
@@ -539,7 +563,7 @@ def openai_chat_model(model: str, *, needed_by: str, hint: str) -> BaseChatModel
     try:
         from langchain_openai import ChatOpenAI
     except ImportError:
-        msg = f"{needed_by} needs langchain-openai: pip install 'langchain-vaultsearch[openai]'"
+        msg = f"{needed_by} needs langchain-openai: {install_command('openai')}"
         raise UsageError(msg) from None
     try:
         return ChatOpenAI(model=model)

@@ -6,12 +6,19 @@ Five read-only tools: `search` (ranked chunks, optionally of tagged notes or a p
 `langchain-mcp-adapters` speaks). The work runs in a worker thread, so the server keeps
 answering (pings, cancellations) while a large vault is searched. Served on stdio by
 `vaultsearch mcp`, or over streamable HTTP with `--http PORT` (loopback unless `--host`).
+
+Off loopback, anyone who reaches the port could read every note, so the server refuses to
+start there without a bearer token (`VAULTSEARCH_MCP_TOKEN`), and checks each request's
+Host and Origin headers against the names it is reached by (DNS rebinding): a web page a
+user visits cannot make the browser talk to it. On the loopback names the SDK's own
+Host/Origin check applies, and a token, when given, is required there too.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import hmac
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_core.documents import Document
@@ -22,14 +29,25 @@ from langchain_vaultsearch.semantic.embeddings import require_extra
 from langchain_vaultsearch.service import VaultSearch
 
 if TYPE_CHECKING:
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
     from mcp.server.fastmcp import FastMCP
+    from mcp.server.fastmcp.tools import Tool
+    from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase
+    from mcp.server.transport_security import TransportSecuritySettings
 
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 SNIPPET_CHARS = 1200
 """Text of each search result sent to the client (the whole note is one `read_note` away)."""
 NOTE_CHARS = 100_000
 """The most of one note `read_note` returns (a model's context is finite)."""
+TOKEN_VARIABLE = "VAULTSEARCH_MCP_TOKEN"  # noqa: S105 - the variable's name, not a secret
+"""Where `vaultsearch mcp` reads the bearer token HTTP clients must send."""
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+"""The addresses only this machine reaches, where the SDK checks Host and Origin itself."""
+_ALL_INTERFACES = ("0.0.0.0", "", "::")  # noqa: S104 - named to be refused without a host list
 
 INSTRUCTIONS = """Search the user's markdown notes (an Obsidian-style vault).
 - search: ranked chunks of notes; [[Note]] names and #tags work in queries; tags and
@@ -46,6 +64,8 @@ def create_mcp_server(
     mode: SearchMode = "auto",
     host: str = "127.0.0.1",
     port: int = 8000,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> FastMCP:
     """An MCP server whose tools search `service`'s vault.
 
@@ -54,23 +74,36 @@ def create_mcp_server(
         mode: the search mode of `search` and `local_search` when a call names none.
         host: the address streamable HTTP listens on.
         port: its port.
+        token: the bearer token HTTP clients must send (`Authorization: Bearer ...`);
+            required off loopback.
+        allowed_hosts: off loopback, the names clients reach the server by (its Host
+            header); defaults to `host` itself, and must be given for `0.0.0.0`.
 
     Raises:
         MissingExtraError: the `mcp` extra is not installed.
-        ValueError: an unknown mode.
+        ValueError: an unknown mode, or an address off loopback without a token or
+            without the names to check Host against.
     """
     if mode not in SEARCH_MODES:
         msg = f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}"
         raise ValueError(msg)
     require_extra("mcp", "mcp")
     from mcp.server.fastmcp import FastMCP
+    from mcp.server.fastmcp.tools import Tool
     from mcp.types import ToolAnnotations
 
-    server = FastMCP(name="vaultsearch", instructions=INSTRUCTIONS, host=host, port=port)
+    security = _transport_security(host, token, allowed_hosts)
+    auth: dict[str, Any] = {}
+    if token:
+        auth = {"auth": _auth_settings(host, port), "token_verifier": _StaticToken(token)}
     server_mode = mode
-    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    functions: list[Callable[..., Any]] = []
 
-    @server.tool(annotations=read_only)
+    def tool(function: _F) -> _F:
+        functions.append(function)
+        return function
+
+    @tool
     async def search(
         query: str,
         top_n: int = DEFAULT_SHOWN_K,
@@ -98,7 +131,7 @@ def create_mcp_server(
         )
         return [_result(doc) for doc in documents]
 
-    @server.tool(annotations=read_only)
+    @tool
     async def local_search(
         question: str,
         time_range: str | None = None,
@@ -117,7 +150,7 @@ def create_mcp_server(
         built = await _call(service.context, question, mode=chosen, time_range=time_range, k=top_n)
         return built.text
 
-    @server.tool(annotations=read_only)
+    @tool
     async def read_note(path: str) -> str:
         """A whole note (up to 100,000 characters), by the path a search result gave.
 
@@ -133,17 +166,108 @@ def create_mcp_server(
             return text[:NOTE_CHARS] + f"\n\n[… cut at {NOTE_CHARS:,} of {len(text):,} characters]"
         return text
 
-    @server.tool(annotations=read_only)
+    @tool
     async def list_tags() -> dict[str, int]:
         """Every tag in the vault with how many notes carry it, most used first."""
         return await _call(service.tags)
 
-    @server.tool(annotations=read_only)
+    @tool
     async def status() -> dict[str, Any]:
         """What is indexed: notes, the lexical index, the vector index and its health."""
         return await _call(service.status)
 
-    return server
+    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    return FastMCP(
+        name="vaultsearch",
+        instructions=INSTRUCTIONS,
+        host=host,
+        port=port,
+        transport_security=security,
+        tools=[_strict(Tool.from_function(fn, annotations=read_only)) for fn in functions],
+        **auth,
+    )
+
+
+def _strict(tool: Tool) -> Tool:
+    """A tool whose unknown arguments are an error, not dropped.
+
+    The SDK ignores arguments a tool does not take, so a client's `k=3` would search for
+    the default 10 and say nothing; forbidding extras makes it a tool error naming the
+    argument, and the tool's schema says `additionalProperties: false`.
+    """
+    loose = tool.fn_metadata.arg_model
+    config = {**loose.model_config, "extra": "forbid"}
+    strict = cast("type[ArgModelBase]", type(loose.__name__, (loose,), {"model_config": config}))
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
+
+
+def _transport_security(
+    host: str, token: str | None, allowed_hosts: Sequence[str]
+) -> TransportSecuritySettings | None:
+    """Off loopback: a token is required, and Host and Origin are checked against a list.
+
+    Raises:
+        ValueError: no token, or `0.0.0.0` without the names clients reach it by.
+    """
+    if host in LOOPBACK_HOSTS and not allowed_hosts:
+        return None  # the SDK checks Host and Origin against the loopback names itself
+    if host not in LOOPBACK_HOSTS and not token:
+        msg = (
+            f"serving MCP on {host or 'every interface'!r}, off this machine's loopback, lets"
+            f" anyone who reaches the port read every note: set {TOKEN_VARIABLE} to a secret"
+            " that clients send as 'Authorization: Bearer <token>', or serve on 127.0.0.1"
+        )
+        raise ValueError(msg)
+    names = list(allowed_hosts) or ([] if host in _ALL_INTERFACES else [host])
+    if not names:
+        msg = (
+            f"serving MCP on {host or 'every interface'!r} needs the names clients reach it"
+            " by, to check each request's Host header against (--allow-host NAME, repeat"
+            " for more)"
+        )
+        raise ValueError(msg)
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    shown = [f"[{name}]" if ":" in name and not name.startswith("[") else name for name in names]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[form for name in shown for form in (name, f"{name}:*")],
+        allowed_origins=[
+            form
+            for name in shown
+            for scheme in ("http", "https")
+            for form in (f"{scheme}://{name}", f"{scheme}://{name}:*")
+        ],
+    )
+
+
+def _auth_settings(host: str, port: int) -> AuthSettings:
+    """The SDK's resource-server settings for a static bearer token (no OAuth server)."""
+    from mcp.server.auth.settings import AuthSettings
+
+    name = "127.0.0.1" if host in _ALL_INTERFACES else host
+    where = f"http://{f'[{name}]' if ':' in name else name}:{port}"
+    return AuthSettings(
+        issuer_url=where,  # type: ignore[arg-type]
+        resource_server_url=f"{where}/mcp",  # type: ignore[arg-type]
+        validate_token_resource=False,
+    )
+
+
+class _StaticToken:
+    """Accepts exactly one bearer token, compared in constant time."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        from mcp.server.auth.provider import AccessToken
+
+        if hmac.compare_digest(token.encode(), self._token):
+            return AccessToken(token=token, client_id="vaultsearch", scopes=[])
+        return None
 
 
 async def _call(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:  # noqa: ANN401

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from langchain_vaultsearch.search.recall import PREFIX_WEIGHT, RecallIndex, Vocabulary
 from langchain_vaultsearch.search.vault_documents import apply_changes
+from langchain_vaultsearch.vault import saved_notes as saved_notes_module
 from langchain_vaultsearch.vault.vault import Vault
 
 
@@ -39,3 +43,16 @@ def vocabulary(*terms: str) -> Vocabulary:
     for term in terms:
         vocab.add(term)
     return vocab
+
+
+def count_decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths of the saved note records decoded from now on, in order."""
+    decoded: list[str] = []
+    original = saved_notes_module.parse_record
+
+    def counting(record: dict[str, Any]) -> Any:
+        decoded.append(record["path"])
+        return original(record)
+
+    monkeypatch.setattr(saved_notes_module, "parse_record", counting)
+    return decoded

@@ -162,7 +162,8 @@ def test_expand_without_langchain_openai_is_a_one_line_error(
     assert main(["search", "--vault", str(expand_vault), "--expand", "piano"]) == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [
-        "vaultsearch: --expand needs langchain-openai: pip install 'langchain-vaultsearch[openai]'"
+        "vaultsearch: --expand needs langchain-openai: "
+        'pip install "langchain-vaultsearch[openai]" (from a clone: pip install -e ".[openai]")'
     ]
 
 
@@ -297,7 +298,8 @@ def test_ask_without_langchain_openai_is_a_one_line_error(
     monkeypatch.setitem(sys.modules, "langchain_openai", None)  # import fails
     assert main(["ask", "--vault", str(qa_vault), "Why JWT?"]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "vaultsearch: ask needs langchain-openai: pip install 'langchain-vaultsearch[openai]'"
+        "vaultsearch: ask needs langchain-openai: "
+        'pip install "langchain-vaultsearch[openai]" (from a clone: pip install -e ".[openai]")'
     ]
 
 

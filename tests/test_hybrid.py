@@ -10,7 +10,6 @@ import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -27,7 +26,6 @@ from langchain_vaultsearch import (
     VaultIndex,
 )
 from langchain_vaultsearch.hybrid import GraphExpansion, HybridStages, RecencyTiers, top_k_for
-from langchain_vaultsearch.vault import saved_notes as saved_notes_module
 from langchain_vaultsearch.vault.link_graph import LinkGraph
 from langchain_vaultsearch.vault.markdown import parse_note
 from langchain_vaultsearch.vault.note_info import NoteInfo, note_title
@@ -35,6 +33,7 @@ from langchain_vaultsearch.vault.saved_notes import SavedNotes, encode_row, pack
 from langchain_vaultsearch.vault.vault import Vault
 from tests.conftest import write_vault
 from tests.fake_embeddings import WordBagEmbedding
+from tests.search_helpers import count_decodes
 
 
 def test_top_k_is_max_10_and_twice_top_n() -> None:
@@ -158,14 +157,7 @@ def test_graph_neighbours_of_a_hub_of_50000_backlinks_cost_a_bounded_number_of_l
     vault = _hub_vault(tmp_path / "v", 50_000)
     assert len(vault.backlinks("Hub.md")) == 50_000
     assert len(vault.outlinks("Index.md")) == 50_000
-    decoded: list[str] = []
-    original = saved_notes_module.parse_record
-
-    def counting(record: dict[str, Any]) -> Any:
-        decoded.append(record["path"])
-        return original(record)
-
-    monkeypatch.setattr(saved_notes_module, "parse_record", counting)
+    decoded = count_decodes(monkeypatch)
     looked_up: list[str] = []
     get = vault.get
 

@@ -46,6 +46,7 @@ from langchain_vaultsearch.vault.note_records import (
 )
 from langchain_vaultsearch.vault.vault import Vault
 from tests.conftest import write_vault
+from tests.search_helpers import count_decodes
 
 QUERIES = ["walrus", "topic7", "学习", "kraken migration", "#project/alpha"]
 
@@ -614,14 +615,7 @@ def test_candidates_with_cached_chunks_are_not_decoded_again(
     root = write_vault(tmp_path / "vault", notes(40))
     SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
     monkeypatch.setattr(saved_notes_module, "_DECODED_PER_BYTE", 1 << 40)  # none kept decoded
-    decoded: list[str] = []
-    original = saved_notes_module.parse_record
-
-    def counting(record: dict[str, Any]) -> Any:
-        decoded.append(record["path"])
-        return original(record)
-
-    monkeypatch.setattr(saved_notes_module, "parse_record", counting)
+    decoded = count_decodes(monkeypatch)
     core = SearchCore(Vault(root), policy=SMALL)
     first = results(core)
     decoded_first = len(decoded)

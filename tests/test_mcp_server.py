@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -26,9 +28,13 @@ OAUTH = "Projects/Alpha/OAuth Setup.md"
 SERVER = [str(Path(sys.executable).with_name("vaultsearch")), "mcp"]
 
 
-async def _stdio_session(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+async def _stdio_session(
+    vault: Path, calls: list[tuple[str, dict[str, Any]]], exclude: str | None = None
+) -> list[Any]:
+    excluding = ["--exclude", exclude] if exclude else []
     params = StdioServerParameters(
-        command=SERVER[0], args=[*SERVER[1:], "--vault", str(vault), "--mode", "lexical"]
+        command=SERVER[0],
+        args=[*SERVER[1:], "--vault", str(vault), "--mode", "lexical", *excluding],
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -77,16 +83,28 @@ def test_a_stdio_session_lists_and_calls_every_tool(vault_dir: Path) -> None:
 
 
 def test_bad_arguments_come_back_as_tool_errors_with_their_reason(vault_dir: Path) -> None:
-    _, missing, bad_k, bad_mode = asyncio.run(
+    (vault_dir / "Private").mkdir()
+    (vault_dir / "Private" / "diary.md").write_text("# Diary\n\nOAuth secrets.\n")
+    _, missing, bad_k, bad_mode, unknown, excluded = asyncio.run(
         _stdio_session(
             vault_dir,
             [
                 ("read_note", {"path": "Nowhere.md"}),
                 ("search", {"query": "oauth", "top_n": 500}),
                 ("search", {"query": "oauth", "mode": "fuzzy"}),
+                # `k` is the Python name; the tool's is top_n: a silent default would mislead.
+                ("local_search", {"question": "oauth", "k": 3}),
+                ("read_note", {"path": "Private/diary.md"}),
             ],
+            exclude="Private/",
         )
     )
+    assert unknown.isError
+    assert "k" in unknown.content[0].text
+    assert "Extra inputs are not permitted" in unknown.content[0].text
+    # A note the server's exclusions leave out of search cannot be read either.
+    assert excluded.isError
+    assert "no note 'Private/diary.md'" in excluded.content[0].text
     assert missing.isError
     assert "no note 'Nowhere.md'" in missing.content[0].text
     assert bad_k.isError
@@ -146,3 +164,114 @@ def test_without_the_extra_the_error_names_the_pip_command(
         create_mcp_server(service)
     with pytest.raises(ValueError, match="mode must be one of"):
         create_mcp_server(service, mode="fuzzy")  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def _guarded_server(vault: Path, host: str, token: str) -> Iterator[int]:
+    """`vaultsearch mcp --http` on an address off the loopback names, with a bearer token."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        port = int(probe.getsockname()[1])
+    process = subprocess.Popen(  # noqa: S603 - the package's own command
+        [*SERVER, "--vault", str(vault), "--http", str(port), "--host", host],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "VAULTSEARCH_MCP_TOKEN": token},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection((host, port), timeout=1):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    stderr = process.stderr.read().decode() if process.stderr else ""
+                    pytest.fail(f"the MCP HTTP server did not start: {stderr[-2000:]}")
+                time.sleep(0.1)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_off_loopback_the_server_refuses_to_start_without_a_token(vault_dir: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "VAULTSEARCH_MCP_TOKEN"}
+    for host in ("0.0.0.0", "127.0.0.2"):  # noqa: S104 - the refusal is what is tested
+        done = subprocess.run(  # noqa: S603 - the package's own command
+            [*SERVER, "--vault", str(vault_dir), "--http", "8765", "--host", host],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 2, host
+        assert "VAULTSEARCH_MCP_TOKEN" in done.stderr
+        assert "Traceback" not in done.stderr
+    with_token = subprocess.run(  # noqa: S603 - the package's own command
+        [*SERVER, "--vault", str(vault_dir), "--http", "8765", "--host", "0.0.0.0"],  # noqa: S104
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "VAULTSEARCH_MCP_TOKEN": "secret"},
+        check=False,
+    )
+    assert with_token.returncode == 2
+    assert "--allow-host" in with_token.stderr
+
+
+def test_off_loopback_a_request_needs_the_token_and_a_known_host(vault_dir: Path) -> None:
+    token = "s3cret-token"  # noqa: S105 - a test token
+    host = "127.0.0.2"  # off the loopback names the SDK trusts, reachable only here
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"},
+        },
+    }
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    async def session(url: str) -> Any:
+        client = httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as streams,
+            ClientSession(streams[0], streams[1]) as opened,
+        ):
+            await opened.initialize()
+            return await opened.call_tool("read_note", {"path": OAUTH})
+
+    with _guarded_server(vault_dir, host, token) as port:
+        url = f"http://{host}:{port}/mcp"
+        anonymous = httpx.post(url, json=body, headers=headers, timeout=10)
+        assert anonymous.status_code == 401
+        wrong = httpx.post(
+            url, json=body, headers={**headers, "Authorization": "Bearer guess"}, timeout=10
+        )
+        assert wrong.status_code == 401
+        foreign = httpx.post(
+            url,
+            json=body,
+            headers={**headers, "Authorization": f"Bearer {token}", "Host": "evil.example"},
+            timeout=10,
+        )
+        assert foreign.status_code == 421
+        origin = httpx.post(
+            url,
+            json=body,
+            headers={
+                **headers,
+                "Authorization": f"Bearer {token}",
+                "Origin": "http://evil.example",
+            },
+            timeout=10,
+        )
+        assert origin.status_code == 403
+        note = asyncio.run(session(url))
+    assert not note.isError
+    assert "OAuth" in note.content[0].text
