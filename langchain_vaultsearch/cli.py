@@ -26,7 +26,6 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
-from langchain_vaultsearch.chunk_store.export import export_vault_chunks
 from langchain_vaultsearch.expansion.expander import QueryExpander
 from langchain_vaultsearch.expansion.terms import ExpandedQuery
 from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K
@@ -44,7 +43,6 @@ from langchain_vaultsearch.semantic.index import IndexProgress
 from langchain_vaultsearch.semantic.lock import IndexLockedError
 from langchain_vaultsearch.service import VaultSearch
 from langchain_vaultsearch.time_ranges import resolve_time_range
-from langchain_vaultsearch.vault.vault import Vault
 
 CHAT_MODEL_ENV = "VAULTSEARCH_CHAT_MODEL"
 DEFAULT_CHAT_MODEL = "gpt-4.1-mini"
@@ -398,9 +396,9 @@ def _search_chunks(args: argparse.Namespace) -> int:
 
 def _export_chunks(args: argparse.Namespace) -> int:
     """Write the vault's chunks as a JSONL chunk store."""
+    service = _open(args)
     try:
-        vault = Vault(args.vault, inclusions=args.include, exclusions=args.exclude, watch=False)
-        report = export_vault_chunks(vault, args.out)
+        report = service.export_chunks(args.out)
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from None
     print(f"Wrote {report.chunks:,} chunks of {report.notes:,} notes to {report.path}")

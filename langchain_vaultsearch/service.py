@@ -27,6 +27,7 @@ from langchain_core.prompts import BasePromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 
+from langchain_vaultsearch.chunk_store.export import ExportReport, export_vault_chunks
 from langchain_vaultsearch.context.builder import ContextOptions, LocalSearchContext
 from langchain_vaultsearch.documents import note_document
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
@@ -400,9 +401,7 @@ class VaultSearch:
                 the lexical index is saved first.
         """
         start = time.perf_counter()
-        index = self.lexical.core.index
-        index.wait_for_index()
-        saved = index.save()
+        saved = self.lexical.save_index()
         lexical_seconds = time.perf_counter() - start
         report = None
         start = time.perf_counter()
@@ -413,7 +412,7 @@ class VaultSearch:
             if vectors is not None:
                 report = vectors.refresh(on_progress=on_progress)
         return IndexSummary(
-            notes=index.recall.size,
+            notes=self.lexical.indexed_notes,
             lexical_seconds=lexical_seconds,
             saved_to=saved,
             semantic=report,
@@ -449,6 +448,14 @@ class VaultSearch:
             "interrupted_notes": len(check.pending),
         }
         return status
+
+    def export_chunks(self, out_dir: str | os.PathLike[str]) -> ExportReport:
+        """Write the searchable notes' chunks as a JSONL chunk store (see `export_vault_chunks`).
+
+        The same notes and chunks search sees, so keyword search over the store and vault
+        search agree on what a chunk is.
+        """
+        return export_vault_chunks(self.vault, out_dir)
 
     def note(self, path: str) -> Document | None:
         """One note, whole, by its vault-relative path (None when there is no such note).

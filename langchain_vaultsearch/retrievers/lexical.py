@@ -6,6 +6,7 @@ import asyncio
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -157,6 +158,24 @@ class TieredLexicalRetriever(BaseRetriever):
             True when searches use the index, False when the timeout came first.
         """
         return self._core.index.wait_for_index(timeout)
+
+    def save_index(self) -> Path | None:
+        """Index the vault now and save the index in `<vault>/.vaultsearch/`.
+
+        Every later search, in this process or the next, starts from it: a one-shot
+        command over a large vault then answers in milliseconds instead of scanning.
+
+        Returns:
+            The saved file, or None when it could not be saved (the reason is logged).
+        """
+        index = self._core.index
+        index.wait_for_index()
+        return index.save()
+
+    @property
+    def indexed_notes(self) -> int:
+        """Notes the lexical index holds."""
+        return self._core.index.recall.size
 
     @property
     def index_ready(self) -> bool:
