@@ -68,7 +68,7 @@ class LocalSearchResult:
         filter_result: the filter's report: mentions and how they resolved, the tags and
             time range applied, whether matches were left out.
         time_range: the time range searched, if any.
-        limit: the cap that applied: `max_results`, or 100 for tag and time queries.
+        limit: the cap that applied: `k`, or 100 for tag and time queries.
         searched: whether the main (or forced lexical) retriever ran; it does not with a
             time range.
     """
@@ -110,7 +110,7 @@ def local_search(
     time_range: TimeRange | str | None = None,
     read_period: bool = True,
     salient_terms: Sequence[str] | None = None,
-    max_results: int = DEFAULT_K,
+    k: int = DEFAULT_K,
     now: datetime | None = None,
     config: RunnableConfig | None = None,
 ) -> LocalSearchResult:
@@ -138,7 +138,7 @@ def local_search(
         salient_terms: the question's salient terms (e.g. from an LLM tool call); terms
             starting with `#` are the tag filters, and a lexical retriever ranks with
             them.
-        max_results: documents without tags or time range (1..100, default 30).
+        k: documents without tags or time range (1..100, default 30).
         now: the current time, for reading the period and for recency scores.
         config: LangChain config (callbacks, tags) for the main retriever's run.
 
@@ -146,7 +146,7 @@ def local_search(
         The documents and what the filter found.
 
     Raises:
-        ValueError: no vault to search, both `vault` and `vault_path`, a `max_results`
+        ValueError: no vault to search, both `vault` and `vault_path`, a `k`
             out of range, a non-string query, or a time expression that cannot be read.
     """
     run = _prepare(
@@ -161,7 +161,7 @@ def local_search(
         time_range=time_range,
         read_period=read_period,
         salient_terms=salient_terms,
-        max_results=max_results,
+        k=k,
         now=now,
     )
     found = run.filter_retriever.run(run.plan, now=now)
@@ -182,7 +182,7 @@ async def alocal_search(
     time_range: TimeRange | str | None = None,
     read_period: bool = True,
     salient_terms: Sequence[str] | None = None,
-    max_results: int = DEFAULT_K,
+    k: int = DEFAULT_K,
     now: datetime | None = None,
     config: RunnableConfig | None = None,
 ) -> LocalSearchResult:
@@ -199,7 +199,7 @@ async def alocal_search(
         time_range=time_range,
         read_period=read_period,
         salient_terms=salient_terms,
-        max_results=max_results,
+        k=k,
         now=now,
     )
     filtering = asyncio.to_thread(run.filter_retriever.run, run.plan, now=now)
@@ -244,17 +244,17 @@ def _prepare(
     time_range: TimeRange | str | None,
     read_period: bool,
     salient_terms: Sequence[str] | None,
-    max_results: int,
+    k: int,
     now: datetime | None,
 ) -> _Run:
     if not isinstance(query, str):
         msg = f"query must be a string, got {type(query).__name__}"
         raise ValueError(msg)
-    result_limit(max_results, "max_results")
+    result_limit(k, "k")
     main = retrievers.retriever
     plan = plan_query(
         query,
-        k=max_results,
+        k=k,
         available=_available(main),
         time_range=time_range,
         read_period=read_period,

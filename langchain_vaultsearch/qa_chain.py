@@ -64,7 +64,7 @@ def create_vault_qa_chain(
     retriever: BaseRetriever | None = None,
     filter_retriever: FilterRetriever | None = None,
     lexical_retriever: TieredLexicalRetriever | None = None,
-    max_results: int = DEFAULT_K,
+    k: int = DEFAULT_K,
     context_options: ContextOptions | None = None,
     prompt: BasePromptTemplate | None = None,
 ) -> Runnable[Any, dict[str, Any]]:
@@ -106,7 +106,7 @@ def create_vault_qa_chain(
         filter_retriever: the filter; defaults to a `FilterRetriever` over the vault.
         lexical_retriever: the retriever of tag questions; defaults to the lexical side
             of `retriever`.
-        max_results: documents for questions without tags or time range (1..100).
+        k: documents for questions without tags or time range (1..100).
         context_options: limits and wording of the context.
         prompt: a prompt with `context` and `question` variables; defaults to
             `DEFAULT_PROMPT`.
@@ -116,7 +116,7 @@ def create_vault_qa_chain(
         "answer"}`.
 
     Raises:
-        ValueError: no vault, `llm` not a runnable, `max_results` out of range, or a
+        ValueError: no vault, `llm` not a runnable, `k` out of range, or a
             `prompt` without `context` and `question` variables.
     """
     if not isinstance(llm, Runnable):
@@ -133,7 +133,7 @@ def create_vault_qa_chain(
         retriever=retriever,
         filter_retriever=filter_retriever,
         lexical_retriever=lexical_retriever,
-        max_results=max_results,
+        k=k,
         context_options=context_options,
     )
     answer = template | llm | StrOutputParser()
@@ -147,7 +147,7 @@ def create_vault_context_chain(
     retriever: BaseRetriever | None = None,
     filter_retriever: FilterRetriever | None = None,
     lexical_retriever: TieredLexicalRetriever | None = None,
-    max_results: int = DEFAULT_K,
+    k: int = DEFAULT_K,
     context_options: ContextOptions | None = None,
 ) -> Runnable[Any, dict[str, Any]]:
     """The QA chain's first step on its own: a question in, its context and sources out.
@@ -168,16 +168,16 @@ def create_vault_context_chain(
         filter_retriever: the filter; defaults to a `FilterRetriever` over the vault.
         lexical_retriever: the retriever of tag questions; defaults to the lexical side
             of `retriever`.
-        max_results: documents for questions without tags or time range (1..100).
+        k: documents for questions without tags or time range (1..100).
         context_options: limits and wording of the context.
 
     Returns:
         The runnable; its output is `{"question", "context", "sources", "documents"}`.
 
     Raises:
-        ValueError: no vault, or `max_results` out of range.
+        ValueError: no vault, or `k` out of range.
     """
-    result_limit(max_results, "max_results")
+    result_limit(k, "k")
     retrievers = search_retrievers(
         vault=vault,
         vault_path=vault_path,
@@ -185,7 +185,7 @@ def create_vault_context_chain(
         retriever=retriever,
         lexical_retriever=lexical_retriever,
     )
-    step = _RetrieveStep(retrievers, max_results, context_options)
+    step = _RetrieveStep(retrievers, k, context_options)
     return RunnableLambda(step.invoke, afunc=step.ainvoke, name="vault_local_search")
 
 
@@ -195,11 +195,11 @@ class _RetrieveStep:
     def __init__(
         self,
         retrievers: SearchRetrievers,
-        max_results: int,
+        k: int,
         context_options: ContextOptions | None,
     ) -> None:
         self._retrievers = retrievers
-        self._max_results = max_results
+        self._k = k
         self._context_options = context_options
 
     def invoke(self, inputs: Mapping[str, Any] | str, config: RunnableConfig) -> dict[str, Any]:
@@ -211,7 +211,7 @@ class _RetrieveStep:
             lexical_retriever=self._retrievers.lexical_retriever,
             time_range=time_range,
             salient_terms=salient_terms,
-            max_results=self._max_results,
+            k=self._k,
             config=config,
         )
         return self._output(question, result)
@@ -227,7 +227,7 @@ class _RetrieveStep:
             lexical_retriever=self._retrievers.lexical_retriever,
             time_range=time_range,
             salient_terms=salient_terms,
-            max_results=self._max_results,
+            k=self._k,
             config=config,
         )
         return self._output(question, result)

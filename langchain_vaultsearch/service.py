@@ -333,7 +333,7 @@ class VaultSearch:
             retriever=self._retriever_for(plan),
             lexical_retriever=self.lexical,
             time_range=plan.time_range,
-            max_results=k,
+            k=k,
         )
 
     def _retriever_for(self, plan: QueryPlan) -> BaseRetriever:
@@ -355,7 +355,7 @@ class VaultSearch:
     ) -> Runnable[Any, dict[str, Any]]:
         """`create_vault_context_chain` over this vault's retrievers (see there)."""
         return create_vault_context_chain(
-            **self._search_retrievers(mode), max_results=k, context_options=context_options
+            **self._search_retrievers(mode), k=k, context_options=context_options
         )
 
     def qa_chain(
@@ -371,7 +371,7 @@ class VaultSearch:
         return create_vault_qa_chain(
             llm=llm,
             **self._search_retrievers(mode),
-            max_results=k,
+            k=k,
             context_options=context_options,
             prompt=prompt,
         )

@@ -150,8 +150,8 @@ def test_plain_question_gets_at_most_30_documents(big_vault: Path) -> None:
     assert_marked(result)
 
 
-def test_max_results_sets_the_plain_limit(big_vault: Path) -> None:
-    result = local_search("zeppelin log", vault_path=str(big_vault), max_results=7)
+def test_k_sets_the_plain_limit(big_vault: Path) -> None:
+    result = local_search("zeppelin log", vault_path=str(big_vault), k=7)
     assert (result.limit, len(result.documents)) == (7, 7)
 
 
@@ -260,7 +260,7 @@ def test_plain_question_uses_the_main_retriever(small_vault: Path) -> None:
 
 def test_lexical_main_retriever_gets_the_limit_and_salient_terms(big_vault: Path) -> None:
     lexical = CountingLexicalRetriever(vault_path=str(big_vault))
-    local_search("zeppelin log", retriever=lexical, salient_terms=["zeppelin"], max_results=12)
+    local_search("zeppelin log", retriever=lexical, salient_terms=["zeppelin"], k=12)
     local_search("zeppelin #team", retriever=lexical)
     assert lexical.calls == [
         {"k": 12, "salient_terms": ["zeppelin"]},
@@ -413,9 +413,9 @@ def test_given_retrievers_lend_their_vault(small_vault: Path) -> None:
     [
         ({}, "needs vault, vault_path or a retriever"),
         ({"vault_path": "/definitely/not/here"}, "does not exist"),
-        ({"max_results": 0}, "max_results must be between 1 and 100, got 0"),
-        ({"max_results": 101}, "max_results must be between 1 and 100, got 101"),
-        ({"max_results": True}, "max_results must be an integer"),
+        ({"k": 0}, "k must be between 1 and 100, got 0"),
+        ({"k": 101}, "k must be between 1 and 100, got 101"),
+        ({"k": True}, "k must be an integer"),
         ({"time_range": "someday"}, "Unable to parse time expression: 'someday'"),
     ],
 )

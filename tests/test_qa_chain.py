@@ -330,7 +330,7 @@ def test_bad_input_is_a_clear_error_before_the_model_is_called(
     ("kwargs", "message"),
     [
         ({"llm": "gpt-4.1-mini"}, "llm must be a LangChain chat model, got str"),
-        ({"max_results": 0}, "max_results must be between 1 and 100"),
+        ({"k": 0}, "k must be between 1 and 100"),
         ({"prompt": ChatPromptTemplate.from_template("{question}")}, r"missing \['context'\]"),
         ({"vault_path": None}, "needs vault, vault_path or a retriever"),
         ({"vault_path": "/definitely/not/here"}, "does not exist"),
