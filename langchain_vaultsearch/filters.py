@@ -42,6 +42,7 @@ from langchain_vaultsearch.query_plan import QueryPlan, plan_query
 from langchain_vaultsearch.time_ranges import TimeRange
 from langchain_vaultsearch.vault.markdown import tag_hierarchy
 from langchain_vaultsearch.vault.note_info import NoteInfo
+from langchain_vaultsearch.vault.tag_catalog import TagCatalog
 from langchain_vaultsearch.vault.vault import Vault, open_vault
 
 __all__ = ["FilterResult", "FilterRetriever"]
@@ -308,6 +309,11 @@ class FilterRetriever(BaseModel):
             daily_note_window=daily_window,
             matched=len(matches),
         )
+
+    @property
+    def tag_catalog(self) -> TagCatalog:
+        """The tags the filter's vault carries, for the query plan."""
+        return self._vault.tag_catalog
 
     @property
     def _vault(self) -> Vault:

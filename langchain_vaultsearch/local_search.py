@@ -44,7 +44,7 @@ from langchain_vaultsearch.documents import document_score
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
 from langchain_vaultsearch.limits import DEFAULT_K, result_limit
 from langchain_vaultsearch.merge import merge_filter_and_search_results
-from langchain_vaultsearch.query_plan import LEXICAL_ONLY, Available, QueryPlan, plan_query
+from langchain_vaultsearch.query_plan import Available, QueryPlan, plan_query
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
@@ -255,7 +255,7 @@ def _prepare(
     plan = plan_query(
         query,
         k=k,
-        available=_available(main),
+        available=_available(main, retrievers.filter_retriever),
         time_range=time_range,
         read_period=read_period,
         salient_terms=salient_terms,
@@ -274,13 +274,14 @@ def _prepare(
     return _Run(plan, retrievers.filter_retriever, chosen, kwargs)
 
 
-def _available(retriever: BaseRetriever) -> Available:
+def _available(retriever: BaseRetriever, filter_retriever: FilterRetriever) -> Available:
     """What the main retriever searches with, so the plan's route names what runs."""
     if isinstance(retriever, RetrieverFactory):
         return retriever.available
+    carried = filter_retriever.tag_catalog.carried
     if isinstance(retriever, MergedSemanticRetriever):
-        return Available(semantic=True, hybrid=retriever.stages is not None)
-    return LEXICAL_ONLY
+        return Available(semantic=True, hybrid=retriever.stages is not None, tag_carried=carried)
+    return Available(tag_carried=carried)
 
 
 class SearchRetrievers(NamedTuple):

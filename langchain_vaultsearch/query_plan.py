@@ -18,8 +18,9 @@ Routing, in order (the first rule that applies):
 1. `filter-only`: the caller runs the filter (`local_search`) and the query has a period:
    "what did I do last week" is answered by last week's notes, not by ranking "did".
 2. the mode asked for, when it is not `auto`;
-3. `lexical`: the query has a tag or a period. Tags are exact terms that embeddings blur,
-   and a period is a filter, not a meaning to embed.
+3. `lexical`: the query has a tag some note carries, or a period. Tags are exact terms
+   that embeddings blur, and a period is a filter, not a meaning to embed. A `#tag` no
+   note carries filters nothing: it stays a word of the query.
 4. `self-host`: a user's own retriever, while its health check passes;
 5. `hybrid` or `merged` when a vector index is there (`hybrid` when stages are set up);
 6. `lexical`.
@@ -55,11 +56,15 @@ class Available:
         hybrid: hybrid stages (graph, recency, reranker) follow fusion.
         self_host: the health check of a user's own retriever (None: there is none);
             called only when the plan would otherwise pick merged or lexical search.
+        tag_carried: whether some note carries a tag (None: assume every tag is). A
+            `#tag` no note carries filters nothing, so it is read as a word: a question
+            asking how tags work is not forced lexical.
     """
 
     semantic: bool = False
     hybrid: bool = False
     self_host: Callable[[], bool] | None = None
+    tag_carried: Callable[[str], bool] | None = None
 
 
 LEXICAL_ONLY = Available()
@@ -73,7 +78,8 @@ class QueryPlan:
         query: the query as every part reads it (trimmed, at most 1,000 characters).
         mentions: the notes it names as `[[Note#Heading|alias]]`, as `Note`.
         tags: the tags it filters on, lowercased with `#` (the caller's `#` salient terms
-            when there are any, else the tags typed in the query).
+            when there are any, else the tags typed in the query), those some note
+            carries when the vault was asked.
         time_range: the period: the one given, else the one the query names.
         salient_terms: ranking terms a caller picked (e.g. an LLM tool call).
         k: the documents asked for.
@@ -143,6 +149,8 @@ def plan_query(
     else:
         period = find_time_expression(text, now) if read_period else None
     tags = tag_filters(text, salient_terms)
+    if tags and available.tag_carried is not None:
+        tags = tuple(tag for tag in tags if available.tag_carried(tag))
     route, reason, decided = _route(
         mode, available, tags=bool(tags), period=period is not None, filtering=filtering
     )

@@ -37,6 +37,7 @@ from langchain_vaultsearch.local_search import LocalSearchResult, local_search
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.query_plan import (
     SEARCH_MODES,
+    Available,
     QueryPlan,
     SearchMode,
     plan_query,
@@ -168,6 +169,11 @@ class VaultSearch:
         self._lock = threading.RLock()
 
     @property
+    def _vault_tags(self) -> Available:
+        """What a plan may know before the vector index opens: the tags notes carry."""
+        return Available(tag_carried=self.vault.tag_catalog.carried)
+
+    @property
     def semantic_index(self) -> VaultIndex | None:
         """The vector index, opened on first use; None without one or when it failed."""
         with self._lock:
@@ -250,7 +256,7 @@ class VaultSearch:
         """What a search of `query` would read from it and run, without running it."""
         if mode == "auto":
             return self.factory.plan(query, k=k)
-        return plan_query(query, k=k, mode=mode)
+        return plan_query(query, k=k, mode=mode, available=self._vault_tags)
 
     def search(
         self,
@@ -278,7 +284,8 @@ class VaultSearch:
         Raises:
             ValueError: a bad mode, `k` or time expression.
         """
-        retriever = self._retriever_for(plan_query(query, k=k, mode=mode))
+        plan = plan_query(query, k=k, mode=mode, available=self._vault_tags)
+        retriever = self._retriever_for(plan)
         if not tags and time_range is None:
             return retriever.invoke(query, k=k)
         wanted = frozenset(tag_filters("", [f"#{tag.lstrip('#')}" for tag in tags or ()]))
@@ -292,13 +299,7 @@ class VaultSearch:
 
     def tags(self) -> dict[str, int]:
         """Every tag of the searchable notes, with how many notes carry it, most used first."""
-        self.vault.refresh()
-        counts: dict[str, int] = {}
-        for info in self.vault.notes.values():
-            if info.searchable:
-                for tag in dict.fromkeys(info.parsed.tags):
-                    counts[tag] = counts.get(tag, 0) + 1
-        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+        return self.vault.tag_catalog.counts()
 
     def context(
         self,
@@ -326,7 +327,14 @@ class VaultSearch:
 
         The period is `time_range`, else the one the question names ("last week").
         """
-        plan = plan_query(question, k=k, mode=mode, time_range=time_range, filtering=True)
+        plan = plan_query(
+            question,
+            k=k,
+            mode=mode,
+            available=self._vault_tags,
+            time_range=time_range,
+            filtering=True,
+        )
         return local_search(
             question,
             filter_retriever=self.filter,

@@ -93,6 +93,7 @@ SUBMODULES = {
         "NoteInfo",
         "ParsedNote",
         "SavedNotes",
+        "TagCatalog",
         "Vault",
         "VaultChanges",
     },

@@ -96,3 +96,14 @@ def test_bad_input_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="mode must be one of"):
         plan_query("x", mode="fuzzy")  # type: ignore[arg-type]
     assert plan_query(None).query == ""
+
+
+def test_a_tag_no_note_carries_is_a_word_not_a_filter() -> None:
+    carried = {"#project", "#project/alpha"}
+    available = Available(semantic=True, tag_carried=carried.__contains__)
+    plan = plan_query("how do #nested tags work?", available=available, now=NOW)
+    assert plan.tags == ()
+    assert (plan.route, plan.limit, plan.decided_by_query) == ("merged", 30, False)
+    tagged = plan_query("deploy notes #project/alpha", available=available, now=NOW)
+    assert tagged.tags == ("#project/alpha",)
+    assert (tagged.route, tagged.limit) == ("lexical", 100)

@@ -103,3 +103,20 @@ def test_lexical_mode_never_opens_the_vector_index(
     assert opened == []
     assert service.search("OAuth callback", k=3)  # auto: merged, so now it opens
     assert len(opened) == 1
+
+
+def test_a_question_about_a_tag_no_note_carries_is_searched_not_filtered(vault_dir: Path) -> None:
+    service = VaultSearch(vault_dir, embeddings="fake:16", watch=False)
+    about = service.local_search("how do #nested tags work in OAuth notes?")
+    assert about.searched
+    assert about.filter_result.tags == ()
+    assert about.limit == 30
+    assert service.factory.choose("how do #nested tags work?") == "merged"
+    tagged = service.local_search("what is planned in #project/alpha")
+    assert tagged.filter_result.tags == ("#project/alpha",)
+    assert tagged.limit == 100
+    assert service.factory.choose("#project/alpha plans") == "lexical"
+    # A tag added to a note is a filter from the next question on.
+    (vault_dir / "Piano" / "Lesson 1.md").write_text("# Lesson 1\n\nScales. #nested\n")
+    assert service.local_search("how do #nested tags work?").filter_result.tags == ("#nested",)
+    assert service.tags()["#nested"] == 1

@@ -178,6 +178,7 @@ class RetrieverFactory(BaseRetriever):
             semantic=self._merged is not None,
             hybrid=self._stages is not None,
             self_host=None if self.self_host_retriever is None else self._self_host_healthy,
+            tag_carried=self._notes.tag_catalog.carried,
         )
 
     def _self_host_healthy(self) -> bool:

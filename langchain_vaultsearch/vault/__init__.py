@@ -1,7 +1,7 @@
 """The vault: the only code that touches the notes' files.
 
 Public: `Vault` and the records it gives (`NoteInfo` with its `ParsedNote`, `Heading`s and
-`Link`s, `VaultChanges`, `LinkGraph`), and the two parts the lexical index hands it
+`Link`s, `VaultChanges`, `LinkGraph`, `TagCatalog`), and the two parts the lexical index hands it
 (`SavedNotes`, a saved index's note records, and `FolderWatcher` with its `FolderChanges`,
 the folder watches that keep a refresh from statting every note).
 """
@@ -10,6 +10,7 @@ from langchain_vaultsearch.vault.link_graph import LinkGraph
 from langchain_vaultsearch.vault.markdown import Heading, Link, ParsedNote
 from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
 from langchain_vaultsearch.vault.saved_notes import SavedNotes
+from langchain_vaultsearch.vault.tag_catalog import TagCatalog
 from langchain_vaultsearch.vault.vault import Vault
 from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
 
@@ -22,6 +23,7 @@ __all__ = [
     "NoteInfo",
     "ParsedNote",
     "SavedNotes",
+    "TagCatalog",
     "Vault",
     "VaultChanges",
 ]

@@ -35,6 +35,7 @@ from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges, note_t
 from langchain_vaultsearch.vault.note_records import Stamp, file_stamp
 from langchain_vaultsearch.vault.patterns import PathPattern, is_allowed, parse_patterns
 from langchain_vaultsearch.vault.saved_notes import SavedNotes, SavedRow, encode_row
+from langchain_vaultsearch.vault.tag_catalog import TagCatalog
 from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
 
 logger = logging.getLogger(__name__)
@@ -168,6 +169,8 @@ class Vault:
         self._walk_needed = True
         self._polled_notes: set[str] = set()
         self._stat_all = False
+        self.tag_catalog = TagCatalog(self)
+        """The tags the notes carry (counted once per version; see `TagCatalog`)."""
 
     @property
     def watching(self) -> bool:
