@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
@@ -191,15 +192,21 @@ class RetrieverFactory(BaseRetriever):
             logger.warning("The self-hosted retriever's health check failed", exc_info=True)
             return False
 
-    def _pick(self, query: str, salient_terms: Sequence[str] | None) -> tuple[Route, BaseRetriever]:
+    def _call(self, query: str, k: int | None, salient_terms: Sequence[str] | None) -> _Call:
+        """The retriever a query runs and its arguments, decided by the query's plan."""
         kind = self.choose(query, salient_terms)
         with self._lock:
             self._last_type = kind
+        wanted = self.k if k is None else k
         if kind == "self-host" and self.self_host_retriever is not None:
-            return kind, self.self_host_retriever
+            return _Call(self.self_host_retriever, {}, wanted, None)
         if kind in ("hybrid", "merged") and self._merged is not None:
-            return kind, self._merged
-        return "lexical", self._lexical
+            return _Call(self._merged, _kwargs(wanted, salient_terms), wanted, None)
+        if self._stages is not None:
+            # Hybrid without vectors (tags, periods, no index): the stages over lexical.
+            pool = _kwargs(top_k_for(wanted), salient_terms)
+            return _Call(self._lexical, pool, wanted, self._stages)
+        return _Call(self._lexical, _kwargs(wanted, salient_terms), wanted, None)
 
     def _get_relevant_documents(
         self,
@@ -209,16 +216,9 @@ class RetrieverFactory(BaseRetriever):
         k: int | None = None,
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
-        kind, retriever = self._pick(query, salient_terms)
-        config: Any = {"callbacks": run_manager.get_child()}
-        wanted = self.k if k is None else k
-        if kind == "lexical" and self._stages is not None:
-            # Hybrid without vectors (tags, periods, no index): the stages over lexical.
-            pool = retriever.invoke(
-                query, config, **_kwargs(kind, top_k_for(wanted), salient_terms)
-            )
-            return self._stages.apply(pool, query, self._notes, top_n=wanted)
-        return retriever.invoke(query, config, **_kwargs(kind, wanted, salient_terms))
+        call = self._call(query, k, salient_terms)
+        found = call.retriever.invoke(query, {"callbacks": run_manager.get_child()}, **call.kwargs)
+        return call.finish(found, query, self._notes)
 
     async def _aget_relevant_documents(
         self,
@@ -228,19 +228,34 @@ class RetrieverFactory(BaseRetriever):
         k: int | None = None,
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
-        kind, retriever = self._pick(query, salient_terms)
+        call = self._call(query, k, salient_terms)
         config: Any = {"callbacks": run_manager.get_child()}
-        wanted = self.k if k is None else k
-        if kind == "lexical" and self._stages is not None:
-            pool = await retriever.ainvoke(
-                query, config, **_kwargs(kind, top_k_for(wanted), salient_terms)
-            )
-            return self._stages.apply(pool, query, self._notes, top_n=wanted)
-        return await retriever.ainvoke(query, config, **_kwargs(kind, wanted, salient_terms))
+        found = await call.retriever.ainvoke(query, config, **call.kwargs)
+        return call.finish(found, query, self._notes)
 
 
-def _kwargs(kind: Route, k: int, salient_terms: Sequence[str] | None) -> dict[str, Any]:
-    """Per-call options each retriever takes (a user's retriever takes none)."""
-    if kind == "self-host":
-        return {}
+@dataclass(frozen=True)
+class _Call:
+    """One run of a chosen retriever: the sync and async paths share everything but the call.
+
+    Attributes:
+        retriever: what runs.
+        kwargs: its per-call options (a user's retriever takes none).
+        wanted: the documents asked for.
+        stages: hybrid stages to apply to the pool it returns, if any.
+    """
+
+    retriever: BaseRetriever
+    kwargs: dict[str, Any]
+    wanted: int
+    stages: HybridStages | None
+
+    def finish(self, found: list[Document], query: str, vault: Vault) -> list[Document]:
+        if self.stages is None:
+            return found
+        return self.stages.apply(found, query, vault, top_n=self.wanted)
+
+
+def _kwargs(k: int, salient_terms: Sequence[str] | None) -> dict[str, Any]:
+    """Per-call options of this package's retrievers."""
     return {"k": min(k, MAX_RESULTS_RANGE[1]), "salient_terms": list(salient_terms or ())}
