@@ -11,6 +11,7 @@ the same documents and the same period filter through every front.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -54,6 +55,9 @@ from langchain_vaultsearch.vault.vault import Vault
 __all__ = ["HybridOptions", "IndexSummary", "VaultSearch"]
 
 logger = logging.getLogger(__name__)
+
+SEMANTIC_RETRY_S = 30.0
+"""Seconds before a vector index that failed to open is tried again."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,7 @@ class VaultSearch:
         self._semantic_wanted = wanted or (home / "records.sqlite3").exists()
         self._semantic: VaultIndex | None = None
         self._semantic_error: Exception | None = None
+        self._failed_at = -math.inf
         self._retrievers: dict[SearchMode, BaseRetriever] = {"lexical": self.lexical}
         self._lock = threading.RLock()
 
@@ -175,13 +180,21 @@ class VaultSearch:
 
     @property
     def semantic_index(self) -> VaultIndex | None:
-        """The vector index, opened on first use; None without one or when it failed."""
+        """The vector index, opened on first use; None without one or when it failed.
+
+        A failed open is tried again after `SEMANTIC_RETRY_S`: a long-running server
+        whose index was being written by another process, or was repaired meanwhile,
+        gets semantic search back without a restart.
+        """
         with self._lock:
-            if self._semantic_wanted and self._semantic is None and self._semantic_error is None:
+            retry = time.monotonic() - self._failed_at >= SEMANTIC_RETRY_S
+            if self._semantic_wanted and self._semantic is None and retry:
                 try:
                     self._semantic = VaultIndex(vault=self.vault, **self._semantic_options)
+                    self._semantic_error = None
                 except Exception as exc:  # optional: any failure leaves lexical search working
                     self._semantic_error = exc
+                    self._failed_at = time.monotonic()
                     logger.warning("Semantic search is off: %s", self.semantic_problem)
             return self._semantic
 
@@ -213,7 +226,12 @@ class VaultSearch:
             raise ValueError(msg)
         with self._lock:
             made = self._retrievers.get(mode)
-            if made is None:
+            stale = (
+                isinstance(made, RetrieverFactory)
+                and made.semantic_index is None
+                and self.semantic_index is not None
+            )
+            if made is None or stale:  # a factory made while the vector index was off
                 made = self._retrievers[mode] = self._make(mode)
             return made
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
 from langchain_vaultsearch.semantic.records import IndexRecords
 from langchain_vaultsearch.service import VaultSearch
 
@@ -120,3 +121,30 @@ def test_a_question_about_a_tag_no_note_carries_is_searched_not_filtered(vault_d
     (vault_dir / "Piano" / "Lesson 1.md").write_text("# Lesson 1\n\nScales. #nested\n")
     assert service.local_search("how do #nested tags work?").filter_result.tags == ("#nested",)
     assert service.tags()["#nested"] == 1
+
+
+def test_a_failed_vector_index_is_tried_again_and_then_searched(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_vaultsearch import service as service_module
+
+    VaultSearch(vault_dir, embeddings="fake:16", watch=False).index()
+    real = service_module.VaultIndex
+    attempts: list[int] = []
+
+    def flaky(*args: object, **kwargs: object) -> object:
+        attempts.append(1)
+        if len(attempts) == 1:  # e.g. another process was writing it
+            raise SemanticIndexUnavailable("the index is busy")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service_module, "VaultIndex", flaky)
+    service = VaultSearch(vault_dir, watch=False)
+    assert service.factory.choose("OAuth callback") == "lexical"
+    assert service.semantic_problem == "the index is busy"
+    assert service.factory.choose("OAuth callback") == "lexical"  # within the cooldown
+    assert attempts == [1]
+    monkeypatch.setattr(service_module, "SEMANTIC_RETRY_S", 0.0)
+    assert service.factory.choose("OAuth callback") == "merged"
+    assert service.semantic_problem is None
+    assert len(attempts) == 2
