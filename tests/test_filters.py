@@ -485,3 +485,11 @@ def test_shared_vault_keeps_the_lexical_index_fresh(vault_dir: Path) -> None:
     write_vault(vault_dir, {"New.md": "quokka sightings #animals"})
     assert paths(filters.get_relevant_documents("#animals")) == ["New.md"]  # refreshes first
     assert paths(lexical.invoke("quokka")) == ["New.md"]
+
+
+def test_rules_with_a_shared_vault_are_an_error_not_ignored(vault_dir: Path) -> None:
+    vault = Vault(vault_dir)
+    with pytest.raises(ValueError, match="apply to a vault opened from vault_path"):
+        FilterRetriever(vault=vault, inclusions=["Projects/"])
+    with pytest.raises(ValueError, match="apply to a vault opened from vault_path"):
+        TieredLexicalRetriever(vault=vault, exclusions=["Piano/"])
