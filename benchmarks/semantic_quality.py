@@ -34,7 +34,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.judged_runs import Scores, System, judged_sets, kind_table, note_paths, score
-from langchain_vaultsearch.fusion import FUSION_METHODS as FUSIONS
+from langchain_vaultsearch.fusion.scores import FUSION_METHODS as FUSIONS
 
 OURS_K = 30
 CACHE = Path(__file__).resolve().parent / ".cache" / "semantic"
@@ -77,7 +77,7 @@ def systems_for(vault: Path, embeddings: str, hybrid: bool = False) -> dict[str,
         "lexical": note_paths(lexical.invoke),
         "semantic": note_paths(semantic.invoke),
     }
-    from langchain_vaultsearch.hybrid import GraphExpansion
+    from langchain_vaultsearch.fusion.hybrid import GraphExpansion
 
     for fusion in FUSIONS:
         merged = MergedSemanticRetriever(

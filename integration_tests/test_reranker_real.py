@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from langchain_vaultsearch import RetrieverFactory
-from langchain_vaultsearch.rerankers import RERANKER_MODEL_VARIABLE, CrossEncoderReranker
+from langchain_vaultsearch.fusion.rerankers import RERANKER_MODEL_VARIABLE, CrossEncoderReranker
 from tests.conftest import SAMPLE_VAULT
 
 

@@ -5,16 +5,17 @@ filter and its merge, the chains, the expander, the time range and the errors. E
 else a public signature uses is importable from a documented submodule:
 `langchain_vaultsearch.context` (the XML context), `.chunk_store` (JSONL keyword search),
 `.semantic` (the vector index), `.expansion`, `.time_ranges`, `.filters`, `.local_search`,
-`.merge`, `.query_plan`, `.service`, `.hybrid`, `.rerankers`. Other modules are internal.
+`.query_plan`, `.service`, `.fusion` (merge, fusion, hybrid stages, rerankers), `.vault`,
+`.search`, `.text`. Other modules are internal.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
 from langchain_vaultsearch.expansion import QueryExpander
 from langchain_vaultsearch.filters import FilterRetriever
+from langchain_vaultsearch.fusion.merge import merge_filter_and_search_results
 from langchain_vaultsearch.local_search import alocal_search, local_search
 from langchain_vaultsearch.mcp_server import create_mcp_server
-from langchain_vaultsearch.merge import merge_filter_and_search_results
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever

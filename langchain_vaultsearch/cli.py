@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import sys
 import unicodedata
@@ -28,14 +29,14 @@ from langchain_core.language_models import BaseChatModel
 
 from langchain_vaultsearch.expansion.expander import QueryExpander
 from langchain_vaultsearch.expansion.terms import ExpandedQuery
-from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K
-from langchain_vaultsearch.mcp_server import LOOPBACK_HOSTS, TOKEN_VARIABLE, create_mcp_server
-from langchain_vaultsearch.query_plan import SEARCH_MODES
-from langchain_vaultsearch.rerankers import (
+from langchain_vaultsearch.fusion.rerankers import (
     DEFAULT_RERANKER_MODEL,
     RERANKER_MODEL_VARIABLE,
     CrossEncoderReranker,
 )
+from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K
+from langchain_vaultsearch.mcp_server import LOOPBACK_HOSTS, TOKEN_VARIABLE, create_mcp_server
+from langchain_vaultsearch.query_plan import SEARCH_MODES
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.semantic.embeddings import install_command
 from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
@@ -349,7 +350,7 @@ def _print_results(
         }
         if expansion is not None:
             payload["queryExpansion"] = expansion.to_dict()
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        print(_json(payload))
         return
     if expansion is not None:
         print(_expansion_summary(expansion) + "\n")
@@ -466,7 +467,7 @@ def _index(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     """Print what is indexed as JSON (the vector index's check included)."""
-    print(json.dumps(_open(args).status(), ensure_ascii=False, indent=2))
+    print(_json(_open(args).status()))
     return 0
 
 
@@ -495,7 +496,7 @@ def _context(args: argparse.Namespace) -> int:
         "documents": [_document_json(doc, explain=False) for doc in result.documents],
         "context": built.text,
     }
-    print(json.dumps(payload, ensure_ascii=False, indent=2))
+    print(_json(payload))
     return 0
 
 
@@ -579,6 +580,24 @@ def _expansion_summary(expansion: ExpandedQuery) -> str:
         ("expansion", expansion.source),
     ]
     return "\n".join(f"{label + ':':<16}{value}" for label, value in rows)
+
+
+def _json(payload: object) -> str:
+    """Strict JSON: a score that is not a number prints as null, never as NaN or Infinity.
+
+    NaN is not JSON, and a reader such as `jq` rejects the whole output over one value.
+    """
+    return json.dumps(_finite(payload), ensure_ascii=False, indent=2, allow_nan=False)
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _document_json(doc: Document, *, explain: bool) -> dict[str, Any]:
@@ -683,9 +702,14 @@ def _explain(explanation: dict[str, Any]) -> str:
             f"       graph boost x{graph['boostMultiplier']:.3f} (backlinks {graph['backlinks']},"
             f" co-citations {graph['coCitations']}, shared tags {graph['sharedTags']})"
         )
+    scaled = ""
+    if "bestScore" in explanation:  # keyword search: scores are relative to the best result
+        scaled = (
+            f" (boosted {explanation['boostedScore']:.4f} / best {explanation['bestScore']:.4f})"
+        )
     lines.append(
         f"       raw score {explanation.get('baseScore', 0):.4f}"
-        f" -> {explanation.get('finalScore', 0):.3f}"
+        f" -> {explanation.get('finalScore', 0):.3f}{scaled}"
     )
     return "\n".join(lines)
 

@@ -42,8 +42,8 @@ from langchain_vaultsearch.context.builder import (
 )
 from langchain_vaultsearch.documents import document_score
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
+from langchain_vaultsearch.fusion.merge import merge_filter_and_search_results
 from langchain_vaultsearch.limits import DEFAULT_K, result_limit
-from langchain_vaultsearch.merge import merge_filter_and_search_results
 from langchain_vaultsearch.query_plan import Available, QueryPlan, plan_query
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever

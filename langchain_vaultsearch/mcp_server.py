@@ -26,6 +26,7 @@ from langchain_core.documents import Document
 from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K
 from langchain_vaultsearch.query_plan import SEARCH_MODES, SearchMode
 from langchain_vaultsearch.semantic.embeddings import require_extra
+from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
 from langchain_vaultsearch.service import VaultSearch
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ SNIPPET_CHARS = 1200
 """Text of each search result sent to the client (the whole note is one `read_note` away)."""
 NOTE_CHARS = 100_000
 """The most of one note `read_note` returns (a model's context is finite)."""
+TOOL_DEADLINE_S = 60.0
+"""The longest a tool call may take (a large vault's first scan included) before it errs."""
 TOKEN_VARIABLE = "VAULTSEARCH_MCP_TOKEN"  # noqa: S105 - the variable's name, not a secret
 """Where `vaultsearch mcp` reads the bearer token HTTP clients must send."""
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -271,15 +274,23 @@ class _StaticToken:
 
 
 async def _call(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:  # noqa: ANN401
-    """Run a blocking service call in a worker thread; a bad argument becomes a tool error.
+    """Run a blocking service call in a worker thread, within `TOOL_DEADLINE_S`.
 
-    A `ToolError`'s text is what the client reads; any other exception would reach it as
-    a bare failure (or a traceback), which leaves the model guessing.
+    A bad argument or a semantic side that cannot run becomes a tool error: a
+    `ToolError`'s text is what the client reads, and any other exception would reach it
+    as a bare failure (or a traceback), which leaves the model guessing. A call past its
+    deadline answers the client with an error instead of holding it; the thread cannot
+    be stopped, but every call is bounded (queries are cut to 1,000 characters first).
     """
     try:
-        return await asyncio.to_thread(function, *args, **kwargs)
-    except ValueError as exc:
+        return await asyncio.wait_for(
+            asyncio.to_thread(function, *args, **kwargs), timeout=TOOL_DEADLINE_S
+        )
+    except (ValueError, SemanticIndexUnavailable) as exc:
         raise _tool_error(str(exc)) from exc
+    except asyncio.TimeoutError as exc:  # not yet the builtin TimeoutError on Python 3.10
+        msg = f"the vault did not answer within {TOOL_DEADLINE_S:.0f} s; try a narrower query"
+        raise _tool_error(msg) from exc
 
 
 def _tool_error(message: str) -> Exception:

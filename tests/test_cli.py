@@ -428,3 +428,10 @@ def test_an_empty_vault_path_is_refused_not_read_as_the_current_folder(
     assert main(["search", "--vault", "", "oauth"]) == 2
     assert "--vault needs a folder" in capsys.readouterr().err
     assert main(["status", "--vault", "  "]) == 2
+
+
+def test_json_output_is_strict_json_even_for_a_score_that_is_not_a_number() -> None:
+    from langchain_vaultsearch.cli import _json
+
+    printed = _json({"documents": [{"score": float("nan"), "rank": [1.0, float("inf")]}]})
+    assert json.loads(printed) == {"documents": [{"score": None, "rank": [1.0, None]}]}

@@ -40,7 +40,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from pytest_socket import disable_socket, enable_socket
 
 from langchain_vaultsearch import Vault, VaultIndex
-from langchain_vaultsearch.rerankers import DEFAULT_RERANKER_MODEL
+from langchain_vaultsearch.fusion.rerankers import DEFAULT_RERANKER_MODEL
 from tests.conftest import SAMPLE_VAULT
 
 REPO = Path(__file__).resolve().parents[1]

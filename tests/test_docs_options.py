@@ -41,8 +41,8 @@ PUBLIC_MODULES = (
     "langchain_vaultsearch.context",
     "langchain_vaultsearch.expansion",
     "langchain_vaultsearch.filters",
-    "langchain_vaultsearch.hybrid",
-    "langchain_vaultsearch.rerankers",
+    "langchain_vaultsearch.fusion.hybrid",
+    "langchain_vaultsearch.fusion.rerankers",
     "langchain_vaultsearch.search",
     "langchain_vaultsearch.semantic",
     "langchain_vaultsearch.time_ranges",
@@ -358,7 +358,7 @@ def test_drift_names_added_removed_and_changed_options(
 
 def test_defaults_read_as_literals_calls_or_required() -> None:
     from langchain_vaultsearch import RetrieverFactory
-    from langchain_vaultsearch.hybrid import GraphExpansion
+    from langchain_vaultsearch.fusion.hybrid import GraphExpansion
 
     assert documented_default("448_000", RetrieverFactory) == 448_000
     assert documented_default('`"minmax"`', RetrieverFactory) == "minmax"

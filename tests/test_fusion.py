@@ -7,7 +7,12 @@ import random
 import pytest
 from langchain_core.documents import Document
 
-from langchain_vaultsearch.fusion import FUSION_METHODS, FusionWeights, fuse, lexical_coverage
+from langchain_vaultsearch.fusion.scores import (
+    FUSION_METHODS,
+    FusionWeights,
+    fuse,
+    lexical_coverage,
+)
 
 TAG_MATCH = {"lexicalMatches": [{"field": "tags", "term": "project"}]}
 

@@ -25,7 +25,12 @@ from langchain_vaultsearch import (
     TieredLexicalRetriever,
     VaultIndex,
 )
-from langchain_vaultsearch.hybrid import GraphExpansion, HybridStages, RecencyTiers, top_k_for
+from langchain_vaultsearch.fusion.hybrid import (
+    GraphExpansion,
+    HybridStages,
+    RecencyTiers,
+    top_k_for,
+)
 from langchain_vaultsearch.vault.link_graph import LinkGraph
 from langchain_vaultsearch.vault.markdown import parse_note
 from langchain_vaultsearch.vault.note_info import NoteInfo, note_title
@@ -328,7 +333,7 @@ def test_the_cross_encoder_reranker_sorts_by_the_models_scores(
     import types
 
     from langchain_vaultsearch import MissingExtraError
-    from langchain_vaultsearch.rerankers import CrossEncoderReranker
+    from langchain_vaultsearch.fusion.rerankers import CrossEncoderReranker
 
     module = types.ModuleType("sentence_transformers")
     module.CrossEncoder = _StubCrossEncoder  # type: ignore[attr-defined]

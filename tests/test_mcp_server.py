@@ -275,3 +275,32 @@ def test_off_loopback_a_request_needs_the_token_and_a_known_host(vault_dir: Path
         note = asyncio.run(session(url))
     assert not note.isError
     assert "OAuth" in note.content[0].text
+
+
+def test_a_tool_call_past_its_deadline_is_a_tool_error_not_a_hang(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    from langchain_vaultsearch import mcp_server
+
+    service = VaultSearch(vault_dir, watch=False)
+
+    def slow(*_args: Any, **_kwargs: Any) -> dict[str, int]:
+        time.sleep(1.0)
+        return {}
+
+    monkeypatch.setattr(service, "tags", slow)
+    monkeypatch.setattr(mcp_server, "TOOL_DEADLINE_S", 0.2)
+
+    async def call() -> tuple[Any, float]:
+        server = create_mcp_server(service)
+        async with create_connected_server_and_client_session(server) as session:
+            started = time.monotonic()
+            result = await session.call_tool("list_tags", {})
+            return result, time.monotonic() - started
+
+    result, waited = asyncio.run(call())
+    assert waited < 0.9  # the client hears back at the deadline, not when the call ends
+    assert result.isError
+    assert "did not answer within" in result.content[0].text

@@ -13,7 +13,7 @@ from langchain_vaultsearch import (
     merge_filter_and_search_results,
 )
 from langchain_vaultsearch.context import format_local_search_context
-from langchain_vaultsearch.merge import MergedResults
+from langchain_vaultsearch.fusion.merge import MergedResults
 
 
 def doc(path: str | None, chunk: int | None = None, text: str = "x") -> Document:

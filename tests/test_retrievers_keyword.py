@@ -71,7 +71,17 @@ def test_documents_follow_the_metadata_contract(chunk_dir: Path) -> None:
     assert meta["form_number"] == "1040-ES"  # the store's own metadata is kept
     assert meta["score"] == meta["rerank_score"] == 1.0
     assert meta["explanation"]["boosts"] == {"formNumber": 1.5}
-    assert set(meta["explanation"]) == {"bm25", "tfidf", "baseScore", "boosts", "finalScore"}
+    assert set(meta["explanation"]) == {
+        "bm25",
+        "tfidf",
+        "baseScore",
+        "boosts",
+        "boostedScore",
+        "bestScore",
+        "finalScore",
+    }
+    # --explain's finalScore is the score the document carries, as for every retriever.
+    assert all(d.metadata["explanation"]["finalScore"] == d.metadata["score"] for d in docs)
     scores = [d.metadata["score"] for d in docs]
     assert scores == sorted(scores, reverse=True)
     assert all(0 < s <= 1 for s in scores)

@@ -24,8 +24,13 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
-from langchain_vaultsearch.fusion import FusionMethod
-from langchain_vaultsearch.hybrid import GraphExpansion, HybridStages, RecencyTiers, top_k_for
+from langchain_vaultsearch.fusion.hybrid import (
+    GraphExpansion,
+    HybridStages,
+    RecencyTiers,
+    top_k_for,
+)
+from langchain_vaultsearch.fusion.scores import FusionMethod
 from langchain_vaultsearch.limits import MAX_RESULTS_RANGE, result_count_field
 from langchain_vaultsearch.query_plan import Available, QueryPlan, Route, plan_query
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever

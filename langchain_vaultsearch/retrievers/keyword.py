@@ -143,12 +143,17 @@ class KeywordDocumentRetriever(BaseRetriever):
     def _document(self, index: KeywordIndex, hit: KeywordHit, best: float) -> Document:
         record = hit.record
         file_mtime_ns = next(m for name, m, _ in index.stamps if name == record.location.file)
+        score = hit.final / best if best > 0 else 0.0
+        # finalScore is the document's score, as for every retriever; the boosted score
+        # it was scaled from (by the best result's) stays beside it for --explain.
         explanation = {
             "bm25": hit.bm25,
             "tfidf": hit.tfidf,
             "baseScore": hit.combined,
             "boosts": dict(hit.boosts),
-            "finalScore": hit.final,
+            "boostedScore": hit.final,
+            "bestScore": best,
+            "finalScore": score,
         }
         return store_chunk_document(
             record.id,
@@ -156,6 +161,6 @@ class KeywordDocumentRetriever(BaseRetriever):
             record.metadata,
             fallback_path=record.location.file,
             fallback_mtime_ms=file_mtime_ns / 1e6,
-            score=hit.final / best if best > 0 else 0.0,
+            score=score,
             explanation=explanation,
         )

@@ -25,8 +25,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_expansion
-from langchain_vaultsearch.fusion import FusionMethod, FusionWeights, fuse
-from langchain_vaultsearch.hybrid import HybridStages, top_k_for
+from langchain_vaultsearch.fusion.hybrid import HybridStages, top_k_for
+from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, fuse
 from langchain_vaultsearch.limits import (
     RETURN_ALL_LIMIT,
     result_count_field,

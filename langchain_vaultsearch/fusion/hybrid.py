@@ -45,8 +45,6 @@ from langchain_vaultsearch.filters import latest_note_date
 from langchain_vaultsearch.search.chunk_cache import read_chunks
 from langchain_vaultsearch.vault.vault import Vault
 
-__all__ = ["GraphExpansion", "HybridStages", "RecencyTiers"]
-
 logger = logging.getLogger(__name__)
 
 

@@ -13,8 +13,6 @@ from typing import NamedTuple
 
 from langchain_core.documents import Document
 
-__all__ = ["MergedResults", "merge_filter_and_search_results"]
-
 
 class MergedResults(NamedTuple):
     """Filter and search documents after the merge.

@@ -18,8 +18,6 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.semantic.embeddings import require_extra
 
-__all__ = ["CrossEncoderReranker"]
-
 DEFAULT_RERANKER_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 RERANKER_MODEL_VARIABLE = "VAULTSEARCH_RERANKER_MODEL"
 """The environment variable `vaultsearch search --rerank` reads a model (or folder) from."""
