@@ -330,8 +330,19 @@ def _search(args: argparse.Namespace) -> int:
         )
     except (ValueError, SemanticIndexUnavailable) as exc:
         raise UsageError(str(exc)) from None
+    _say_if_lexical_only(service)
     _print_results(args, query, documents, args.vault, service.lexical.last_query_expansion)
     return 0
+
+
+def _say_if_lexical_only(service: VaultSearch) -> None:
+    """One line on stderr when the vault's vector index could not join the search."""
+    if service.semantic_problem is not None:
+        print(
+            f"vaultsearch: semantic search is off, these are lexical results:"
+            f" {service.semantic_problem}",
+            file=sys.stderr,
+        )
 
 
 def _print_results(
@@ -479,6 +490,7 @@ def _context(args: argparse.Namespace) -> int:
         result = service.local_search(question, mode=args.mode, time_range=time_range, k=args.k)
     except (ValueError, SemanticIndexUnavailable) as exc:
         raise UsageError(str(exc)) from None
+    _say_if_lexical_only(service)
     built = result.build_context()
     if not args.json:
         print(built.text)

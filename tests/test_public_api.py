@@ -71,6 +71,7 @@ SUBMODULES = {
         "IndexProgress",
         "MissingExtraError",
         "RefreshReport",
+        "SemanticIndexBusy",
         "SemanticIndexUnavailable",
         "VaultIndex",
         "VerifyReport",

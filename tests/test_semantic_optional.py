@@ -67,6 +67,11 @@ def test_a_vector_index_left_without_a_model_is_reported_not_fatal(vault_dir: Pa
     semantic = status["semantic"]
     assert isinstance(semantic, dict)
     assert "embedding" in str(semantic["error"]).lower()
+    # The default search says, in one line, why its results are lexical only.
+    searched = _run("search", "--vault", str(vault_dir), "OAuth")
+    assert searched.returncode == 0
+    assert searched.stderr.startswith("vaultsearch: semantic search is off, these are lexical")
+    assert len(searched.stderr.strip().splitlines()) == 1
 
 
 def test_the_facade_keeps_lexical_search_when_the_vector_index_fails(

@@ -7,7 +7,7 @@ Public: `VaultIndex` and what its methods return (`IndexProgress`, `RefreshRepor
 
 from langchain_vaultsearch.semantic.concepts import ConceptVocabulary
 from langchain_vaultsearch.semantic.embeddings import MissingExtraError, load_embeddings
-from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
+from langchain_vaultsearch.semantic.errors import SemanticIndexBusy, SemanticIndexUnavailable
 from langchain_vaultsearch.semantic.index import (
     EmbeddingModelMismatchError,
     IndexProgress,
@@ -24,6 +24,7 @@ __all__ = [
     "IndexProgress",
     "MissingExtraError",
     "RefreshReport",
+    "SemanticIndexBusy",
     "SemanticIndexUnavailable",
     "VaultIndex",
     "VerifyReport",

@@ -20,6 +20,14 @@ class SemanticIndexUnavailable(RuntimeError):  # noqa: N818 - it names a state, 
     """
 
 
+class SemanticIndexBusy(SemanticIndexUnavailable):
+    """Another process is writing the vector index; it can be opened again when that ends.
+
+    Unlike the other causes it passes by itself, so a long-running caller should try
+    opening the index again later rather than keep semantic search off.
+    """
+
+
 def cause(exc: BaseException) -> str:
     """A third-party error as a short line: its first line, or its class when it says nothing.
 

@@ -11,6 +11,12 @@ both sides and fusion can dedupe on it. What it adds is what embedding costs dem
   with the finished record, so a killed refresh is repaired by the next one (see
   `records.IndexRecords`). One writer process at a time holds an `flock` on a lock file;
   the kernel drops it when that process dies, so a stale lock cannot block anyone.
+- **One process per embedded store.** Embedded Chroma writes its files even to read, so
+  a process holds it (shared, see `lock.ClientsLock`) while its client is open, and a
+  writer holds it alone: a process that opens it while another writes gets a
+  `SemanticIndexBusy` line (lexical search goes on), and a refresh waits for other
+  processes' searches to close it. A Chroma server is shared by design and needs none
+  of this.
 - **Never mixed.** The embedding model's identity is stored; another model is refused
   with the command that rebuilds.
 - **Optional.** A new index embeds one text before it writes anything, so a model that
@@ -38,7 +44,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -53,8 +59,18 @@ from langchain_vaultsearch.semantic.cached_embeddings import (
 )
 from langchain_vaultsearch.semantic.concepts import ConceptVocabulary, vocabulary_key
 from langchain_vaultsearch.semantic.embeddings import check_spec, load_embeddings, require_extra
-from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable, cause
-from langchain_vaultsearch.semantic.lock import IndexLockedError, lock_file
+from langchain_vaultsearch.semantic.errors import (
+    SemanticIndexBusy,
+    SemanticIndexUnavailable,
+    cause,
+)
+from langchain_vaultsearch.semantic.lock import (
+    ClientsLock,
+    IndexLockedError,
+    hold_clients,
+    holder,
+    lock_file,
+)
 from langchain_vaultsearch.semantic.records import IndexRecords, text_hash
 from langchain_vaultsearch.semantic.store_search import (
     asimilarity,
@@ -86,6 +102,8 @@ INDEX_FORMAT = "vaultsearch-vectors-1"
 """Part of every note's hash: a new chunking or windowing scheme re-embeds once."""
 INLINE_REFRESH_NOTES = 8
 """Changed notes a query waits for; more are embedded in the background."""
+READERS_WAIT_S = 10.0
+"""How long a refresh waits for other processes (a search) to close embedded Chroma."""
 _CHUNK_CACHE_BYTES = 16 * 1024 * 1024
 # The ids this index gives vectors: `<chunk id>~<window>`; others in a shared store are
 # left alone.
@@ -194,8 +212,9 @@ class VaultIndex:
     Stores: by default Chroma, embedded, persisted in `<vault>/.vaultsearch/semantic/`
     (`persist_directory` moves it); `chroma_host`/`chroma_port` or `chroma_client` use a
     Chroma server, which is what several processes sharing one index need (embedded
-    Chroma is thread-safe but not process-safe); `vectorstore` takes any LangChain store
-    that accepts ids, or a function building one from the index's (caching) embeddings.
+    Chroma is thread-safe but not process-safe, so processes take turns: see the module
+    docstring); `vectorstore` takes any LangChain store that accepts ids, or a function
+    building one from the index's (caching) embeddings.
     """
 
     def __init__(  # noqa: PLR0915 - one validation step per option
@@ -256,7 +275,9 @@ class VaultIndex:
             SemanticIndexUnavailable: the model cannot load or embed, or the records or the
                 store cannot be opened (damaged, read-only, unreachable, recording no
                 model); one line with the fix. A failed open of a new index leaves nothing
-                on disk.
+                on disk. `SemanticIndexBusy` when another process is writing embedded Chroma.
+            IndexLockedError: this open writes (a new index, a rebuild) while another
+                process writes the index or has embedded Chroma open.
         """
         if vault is None:
             if vault_path is None:
@@ -294,6 +315,7 @@ class VaultIndex:
         else:
             path = home / "records.sqlite3"
         self._lock_path = path.with_suffix(".lock")
+        clients_path = path.with_name(f"{path.stem}-clients.lock")
         self._concepts_path = path.with_name(f"{path.stem}-concepts.npz")
         self._concepts: ConceptVocabulary | None = None
         self._concepts_lock = threading.Lock()
@@ -302,16 +324,35 @@ class VaultIndex:
         # What this open may create, to be removed if it fails: the vault stays as it was.
         created = _missing(
             [chroma_folder] if chroma_folder is not None else [],
-            [] if records is not None else [path, self._lock_path],
+            [] if records is not None else [path, self._lock_path, clients_path],
         )
         self._chroma_client: Client | None = None
         """The embedded Chroma client this index opened, and closes."""
+        self._clients: ClientsLock | None = None
+        """This process's shared hold on embedded Chroma while its client is open."""
+        self._write_lock = threading.Lock()
+        self._background: threading.Thread | None = None
+        owned = False  # whether this open holds the writer: only then may it remove files
+        writing = contextlib.ExitStack()
         try:
             stored = None if records is None else records.get_meta("model")
             if embeddings is None:
                 # The index's own folder, or just the records when they live elsewhere.
                 disposable = home if path.parent == home else path
                 embeddings = _recorded_spec(records, stored, disposable)
+            if chroma_folder is not None:
+                self._clients = _hold_clients(clients_path, self._lock_path, chroma_folder)
+            if rebuild or stored is None:
+                # This open writes (it records a model, or drops every vector): as the
+                # writer, so no other process opens a store being made or emptied.
+                if records is not None:
+                    _check_writable(records)
+                writing.enter_context(self._exclusive())
+                owned = True
+                if records is None and path.exists():  # made by another process meanwhile
+                    records = _open_records(path)
+                    created = [p for p in created if not p.exists()]
+                stored = None if records is None else records.get_meta("model")
             model: Embeddings | Callable[[], Embeddings]
             if isinstance(embeddings, str):
                 self._spec: str | None = embeddings
@@ -355,10 +396,8 @@ class VaultIndex:
                 self.store = vectorstore(self.cached_embeddings)
             self.feed = ChangeFeed(vault, with_text=False)
             self.chunks = ChunkCache(vault, budget_bytes=_CHUNK_CACHE_BYTES)
-            self._write_lock = threading.Lock()
-            self._background: threading.Thread | None = None
             if rebuild:
-                self.clear()
+                self._clear()
             elif stored is None:  # new records, or records of a run that never finished
                 self.records.clear()
                 self._record_model()
@@ -369,8 +408,13 @@ class VaultIndex:
                 records.close()
             if self._chroma_client is not None:
                 self._chroma_client.close()
-            _remove(created, chroma_folder)
+            if owned:  # else another process may be making these very files
+                _remove(created, chroma_folder)
+            writing.close()  # the writer goes before the shared hold it was taken from
+            if self._clients is not None:
+                self._clients.close()
             raise
+        writing.close()
 
     @property
     def embeddings(self) -> Embeddings:
@@ -430,22 +474,27 @@ class VaultIndex:
         how bad vectors from a broken model are got rid of.
 
         Raises:
-            IndexLockedError: another process is writing this index.
+            IndexLockedError: another process is writing this index, or has embedded Chroma
+                open for longer than `READERS_WAIT_S`.
             SemanticIndexUnavailable: the index is read-only.
         """
         with self._writer():
-            reset = getattr(self.store, "reset_collection", None)
-            if callable(reset):
-                reset()
-            else:
-                ids = [i for r in self.records.notes() for i in (*r.vector_ids, *r.pending_ids)]
-                self._delete(ids)
-            self.records.clear()
-            self._record_model()
-            with self._concepts_lock:
-                self._concepts_path.unlink(missing_ok=True)
-                self._concepts = None
-            self.feed = ChangeFeed(self.vault, with_text=False)
+            self._clear()
+
+    def _clear(self) -> None:
+        """`clear`, for a caller that holds the writer (a rebuilding open)."""
+        reset = getattr(self.store, "reset_collection", None)
+        if callable(reset):
+            reset()
+        else:
+            ids = [i for r in self.records.notes() for i in (*r.vector_ids, *r.pending_ids)]
+            self._delete(ids)
+        self.records.clear()
+        self._record_model()
+        with self._concepts_lock:
+            self._concepts_path.unlink(missing_ok=True)
+            self._concepts = None
+        self.feed = ChangeFeed(self.vault, with_text=False)
 
     # ------------------------------------------------------------------ writing
 
@@ -459,7 +508,8 @@ class VaultIndex:
             What was added, updated, removed and embedded.
 
         Raises:
-            IndexLockedError: another process is writing this index.
+            IndexLockedError: another process is writing this index, or has embedded Chroma
+                open for longer than `READERS_WAIT_S` (a server, say).
         """
         if self._background is not None:
             self._background.join()
@@ -490,17 +540,21 @@ class VaultIndex:
 
         A few changed notes are embedded now; more are embedded in a background thread
         (searches meanwhile see the previous vectors, and lexical search sees the edits).
-        Nothing happens while another thread or process is writing.
+        Nothing is written, and the log says why, while another thread or process is
+        writing, or while another process has embedded Chroma open (a process must not
+        write a store another one reads).
 
         Returns:
-            What was done, or None when a writer was busy or the index is read-only.
+            What was done, or None when a writer was busy, the store was open elsewhere,
+            or the index is read-only.
         """
         if self.records.read_only:
             return None
         with contextlib.ExitStack() as stack:
             try:
                 stack.enter_context(self._writer(blocking=False))
-            except IndexLockedError:
+            except IndexLockedError as exc:
+                logger.info("Vector index not refreshed before this query: %s", exc)
                 return None
             pending = self._pull()
             if len(pending.updated) <= self.inline_refresh_notes:
@@ -528,23 +582,29 @@ class VaultIndex:
 
     @contextlib.contextmanager
     def _writer(self, blocking: bool = True) -> Iterator[None]:
-        """This thread and process as the only writer (an `flock` the kernel frees on death)."""
-        if self.records.read_only:
-            msg = (
-                f"the vector index {self.records.path} is read-only: it can be searched, but "
-                f"refreshing or rebuilding it needs write access to {self.records.path.parent}"
-            )
-            raise SemanticIndexUnavailable(msg)
+        """This thread and process as the only writer, on records that can be written."""
+        _check_writable(self.records)
+        with self._exclusive(blocking):
+            yield
+
+    @contextlib.contextmanager
+    def _exclusive(self, blocking: bool = True) -> Iterator[None]:
+        """The writer lock, then embedded Chroma to this process alone (kernel-freed `flock`s).
+
+        Args:
+            blocking: wait for this process's other writing thread, and up to
+                `READERS_WAIT_S` for other processes to close embedded Chroma; False gives
+                up at once (a query's refresh).
+        """
         if not self._write_lock.acquire(blocking=blocking):
             msg = "another thread is writing this vector index"
             raise IndexLockedError(msg)
-        handle: IO[str] | None = None
         try:
-            handle = lock_file(self._lock_path)
-            yield
+            with lock_file(self._lock_path), contextlib.ExitStack() as alone:
+                if self._clients is not None:  # released first: the writer lock guards it
+                    alone.enter_context(self._clients.exclusive(READERS_WAIT_S if blocking else 0))
+                yield
         finally:
-            if handle is not None:
-                handle.close()
             self._write_lock.release()
 
     def _pull(self) -> _Pending:
@@ -790,11 +850,16 @@ class VaultIndex:
         return VaultSemanticRetriever(index=self, **kwargs)
 
     def close(self) -> None:
-        """Wait for a background refresh, close the records file and embedded Chroma."""
+        """Wait for a background refresh, close the records file and embedded Chroma.
+
+        Other processes may write embedded Chroma only once its client here is closed.
+        """
         self.wait()
         self.records.close()
         if self._chroma_client is not None:
             self._chroma_client.close()
+        if self._clients is not None:
+            self._clients.close()
 
 
 def _open_records(path: Path) -> IndexRecords:
@@ -809,6 +874,47 @@ def _open_records(path: Path) -> IndexRecords:
             f"{path.parent} must be a folder this process can write"
         )
         raise SemanticIndexUnavailable(msg) from exc
+
+
+def _hold_clients(path: Path, writer_lock: Path, chroma: Path) -> ClientsLock | None:
+    """This process's shared hold on embedded Chroma, or one line saying why it cannot open.
+
+    Raises:
+        SemanticIndexBusy: another process is writing the index.
+        SemanticIndexUnavailable: the lock cannot be made (a read-only folder).
+    """
+    try:
+        return hold_clients(path, writer_lock)
+    except IndexLockedError:
+        msg = (
+            f"the vector index in {chroma.parent} is being written by {holder(writer_lock)} (e.g. "
+            "`vaultsearch index`): semantic search can use it once that finishes, lexical "
+            "search is unaffected; processes that search while another indexes need a "
+            "Chroma server (chroma_host)"
+        )
+        raise SemanticIndexBusy(msg) from None
+    except OSError as exc:
+        if chroma.is_dir() and not os.access(chroma, os.W_OK):
+            raise SemanticIndexUnavailable(_read_only_chroma(chroma)) from exc
+        msg = (
+            f"the vector index lock {path} cannot be created ({cause(exc)}): {path.parent} "
+            "must be a folder this process can write"
+        )
+        raise SemanticIndexUnavailable(msg) from exc
+
+
+def _check_writable(records: IndexRecords) -> None:
+    """Refuse to write read-only records, in one line.
+
+    Raises:
+        SemanticIndexUnavailable: the records were opened read-only.
+    """
+    if records.read_only:
+        msg = (
+            f"the vector index {records.path} is read-only: it can be searched, but "
+            f"refreshing or rebuilding it needs write access to {records.path.parent}"
+        )
+        raise SemanticIndexUnavailable(msg)
 
 
 def _recorded_spec(records: IndexRecords | None, model_id: str | None, where: Path) -> str:
@@ -885,12 +991,7 @@ def _embedded_chroma(
         except Exception as exc:
             problem = cause(exc)
     if folder.is_dir() and not os.access(folder, os.W_OK):
-        msg = (
-            f"the vector store {folder} is read-only, and Chroma writes to open it even to "
-            "search: make it writable, or copy the index folder somewhere writable and "
-            "open it there (persist_directory)"
-        )
-        raise SemanticIndexUnavailable(msg)
+        raise SemanticIndexUnavailable(_read_only_chroma(folder))
     fix = f"run `vaultsearch index --rebuild`, or delete {folder}"
     if rebuild:
         try:
@@ -903,6 +1004,15 @@ def _embedded_chroma(
             problem, fix = f"{problem}; then {cause(exc)}", f"delete {folder}"
     msg = f"the vector store {folder} cannot be opened ({problem}): {fix}"
     raise SemanticIndexUnavailable(msg)
+
+
+def _read_only_chroma(folder: Path) -> str:
+    """Why embedded Chroma in a read-only `folder` cannot be searched, and what to do."""
+    return (
+        f"the vector store {folder} is read-only, and Chroma writes to open it even to "
+        "search: make it writable, or copy the index folder somewhere writable and "
+        "open it there (persist_directory)"
+    )
 
 
 def _open_chroma(folder: Path, options: dict[str, Any]) -> tuple[VectorStore, Client]:
