@@ -727,7 +727,12 @@ def _explain(explanation: dict[str, Any]) -> str:
 
 
 class _ProgressBar:
-    """A tqdm bar of notes embedded, with chunks and the model's texts, on stderr."""
+    """A tqdm bar of texts written, with its rate and time left, on stderr.
+
+    Texts are what the model's time goes to, so the bar counts them (a bar of notes
+    showed 60% done at a quarter of the work); it appears before the first text is
+    embedded, under one line saying how many there will be.
+    """
 
     def __init__(self) -> None:
         self._bar: Any = None
@@ -743,9 +748,19 @@ class _ProgressBar:
         from tqdm import tqdm
 
         if self._bar is None:
-            self._bar = tqdm(total=progress.notes_total, unit="note", desc="Embedding")
-        self._bar.n = progress.notes_done
-        self._bar.set_postfix(chunks=progress.chunks_done, embedded=progress.texts_embedded)
+            changed = progress.notes_total - progress.notes_done
+            print(
+                f"vaultsearch: {progress.texts_total:,} texts of {changed:,} changed notes to"
+                " embed (texts embedded before are reused, not sent to the model)",
+                file=sys.stderr,
+            )
+            self._bar = tqdm(total=progress.texts_total, unit="text", desc="Embedding")
+        self._bar.total = progress.texts_total
+        self._bar.update(progress.texts_done - self._bar.n)
+        self._bar.set_postfix(
+            notes=f"{progress.notes_done}/{progress.notes_total}",
+            embedded=progress.texts_embedded,
+        )
 
 
 if __name__ == "__main__":

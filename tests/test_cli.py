@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -435,3 +436,13 @@ def test_json_output_is_strict_json_even_for_a_score_that_is_not_a_number() -> N
 
     printed = _json({"documents": [{"score": float("nan"), "rank": [1.0, float("inf")]}]})
     assert json.loads(printed) == {"documents": [{"score": None, "rank": [1.0, None]}]}
+
+
+def test_index_says_how_many_texts_it_will_embed_and_counts_them(
+    vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16"]) == 0
+    err = capsys.readouterr().err
+    first = next(line for line in err.splitlines() if "texts of" in line)
+    assert re.match(r"vaultsearch: \d+ texts of \d+ changed notes to embed", first)
+    assert "text/s" in err or "texts/s" in err or "s/text" in err  # tqdm's rate, in texts

@@ -77,6 +77,11 @@ def test_first_refresh_embeds_every_searchable_note_and_verifies_clean(
     assert report.texts_embedded == model.texts > 0
     assert seen
     assert seen[-1].notes_done == seen[-1].notes_total == len(notes)
+    # Progress counts texts of a total known from the first report, which comes before
+    # any text is embedded, and ends at that total.
+    assert seen[0].texts_done == seen[0].texts_embedded == 0
+    assert seen[0].texts_total == seen[-1].texts_total == seen[-1].texts_done == model.texts
+    assert [p.texts_done for p in seen] == sorted(p.texts_done for p in seen)
     check = index.verify()
     assert check.ok, check
     assert check.orphans == []

@@ -119,12 +119,18 @@ class EmbeddingModelMismatchError(ValueError):
 class IndexProgress:
     """Where a refresh is, for progress bars and `on_progress` callbacks.
 
+    Texts (the windows of each chunk) are what costs: a note of 40 chunks takes 40 times
+    as long as a note of one, so a bar of notes jumps and stalls; `texts_done` of
+    `texts_total` moves at the model's own pace, and its rate gives an honest time left.
+
     Attributes:
         notes_done: changed notes processed so far.
         notes_total: changed notes this refresh processes.
         chunks_done: chunks written so far.
         texts_embedded: texts the model embedded so far (cache hits excluded).
         elapsed_s: seconds since the refresh started.
+        texts_done: texts written so far (embedded, or reused from the cache).
+        texts_total: texts of the notes whose vectors this refresh writes.
     """
 
     notes_done: int
@@ -132,6 +138,8 @@ class IndexProgress:
     chunks_done: int
     texts_embedded: int
     elapsed_s: float
+    texts_done: int = 0
+    texts_total: int = 0
 
 
 @dataclass
@@ -231,7 +239,7 @@ class VaultIndex:
         chroma_port: int = 8000,
         collection_name: str | None = None,
         records_path: str | os.PathLike[str] | None = None,
-        batch_size: int = 256,
+        batch_size: int = 64,
         requests_per_minute: float | None = None,
         window_chars: int = WINDOW_CHARS,
         window_overlap: int = WINDOW_OVERLAP,
@@ -258,7 +266,8 @@ class VaultIndex:
             chroma_port: the Chroma server's port.
             collection_name: the Chroma collection; one per vault by default.
             records_path: the records file; next to the store by default.
-            batch_size: texts per embedding call.
+            batch_size: texts per embedding call (and per progress report: at a local
+                model's ~5 texts a second on two cores, 64 moves the bar every ~13 s).
             requests_per_minute: cap on embedding calls a minute (paid APIs).
             window_chars: body characters per embedded window.
             window_overlap: characters consecutive windows share.
@@ -656,35 +665,51 @@ class VaultIndex:
         report = RefreshReport()
         started = time.monotonic()
         embedded_before = self.cached_embeddings.texts_embedded
+        total = len(pending.updated)
         try:
             self._remove(pending.removed, report)
+            # First what will be written, so that progress counts texts of a known total
+            # from the start; the chunks are read again when written (not held: a first
+            # index of a large vault would hold all its text).
+            todo: list[NoteInfo] = []
+            texts_total = 0
+            for info in pending.updated:
+                changed = self._changed_windows(info)
+                if changed is None:
+                    report.unchanged += 1
+                elif changed:
+                    todo.append(info)
+                    texts_total += changed
+            texts_done = 0
+
+            def progress(notes_done: int) -> None:
+                if on_progress is not None:
+                    on_progress(
+                        IndexProgress(
+                            notes_done=notes_done,
+                            notes_total=total,
+                            chunks_done=report.chunks_written,
+                            texts_embedded=self.cached_embeddings.texts_embedded - embedded_before,
+                            elapsed_s=time.monotonic() - started,
+                            texts_done=texts_done,
+                            texts_total=max(texts_total, texts_done),
+                        )
+                    )
+
+            progress(total - len(todo))
             batch: list[tuple[NoteInfo, str, list[Chunk]]] = []
             windows = 0
-            for done, info in enumerate(pending.updated, 1):
+            for done, info in enumerate(todo, 1):
                 read = read_chunks(self.vault, info)
                 if read is not None:
                     chunks = read[1]
-                    digest = self._digest(chunks)
-                    record = self.records.note(info.path)
-                    if record is not None and record.text_hash == digest and not record.pending_ids:
-                        report.unchanged += 1
-                    else:
-                        batch.append((info, digest, chunks))
-                        windows += sum(len(self._windows(c)) for c in chunks)
-                if windows >= self.cached_embeddings.batch_size or done == len(pending.updated):
+                    batch.append((info, self._digest(chunks), chunks))
+                    windows += sum(len(self._windows(c)) for c in chunks)
+                if windows >= self.cached_embeddings.batch_size or done == len(todo):
                     self._store_batch(batch, report)
+                    texts_done += windows
                     batch, windows = [], 0
-                    if on_progress is not None:
-                        on_progress(
-                            IndexProgress(
-                                notes_done=done,
-                                notes_total=len(pending.updated),
-                                chunks_done=report.chunks_written,
-                                texts_embedded=self.cached_embeddings.texts_embedded
-                                - embedded_before,
-                                elapsed_s=time.monotonic() - started,
-                            )
-                        )
+                    progress(total - len(todo) + done)
         except BaseException:
             # The feed counted these changes as applied: start over from the records, which
             # know exactly what was finished.
@@ -692,6 +717,21 @@ class VaultIndex:
             raise
         report.texts_embedded = self.cached_embeddings.texts_embedded - embedded_before
         return report
+
+    def _changed_windows(self, info: NoteInfo) -> int | None:
+        """The texts a note's vectors need, or None when its finished record is current.
+
+        0 for a note that can no longer be read (deleted since the feed listed it).
+        """
+        read = read_chunks(self.vault, info)
+        if read is None:
+            return 0
+        chunks = read[1]
+        record = self.records.note(info.path)
+        current = record is not None and not record.pending_ids
+        if current and record is not None and record.text_hash == self._digest(chunks):
+            return None
+        return sum(len(self._windows(chunk)) for chunk in chunks)
 
     def _remove(self, paths: Sequence[str], report: RefreshReport) -> None:
         records = [r for r in map(self.records.note, paths) if r is not None]
