@@ -7,8 +7,10 @@ import asyncio
 import json
 import logging
 import os
+import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_classic.retrievers import EnsembleRetriever
@@ -260,3 +262,42 @@ def test_in_the_qa_chain(exported: Path) -> None:
     assert result["answer"] == "Use a B-tree index [1]."
     assert "PostgreSQL Indexing" in result["context"]
     assert result["sources"][0]["path"].endswith(".md")
+
+
+@pytest.mark.parametrize("backend", ["inotify", "watchfiles"])
+def test_an_unchanged_store_is_not_statted_per_query_and_an_edit_is_seen(
+    chunk_dir: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    # A store of 10,000 files stat-ed every file before each query; the folder watcher
+    # says whether anything changed, and reports any edit completed before the query.
+    if backend == "inotify" and not sys.platform.startswith("linux"):
+        pytest.skip("inotify is Linux's")
+    monkeypatch.setenv("VAULTSEARCH_WATCHER", backend)
+    (chunk_dir / "more").mkdir()
+    (chunk_dir / "more" / "extra.jsonl").write_text(
+        json.dumps({"id": "x-1", "text": "Zeppelin tax credits."}) + "\n", encoding="utf-8"
+    )
+    retriever = KeywordDocumentRetriever(chunk_dir=str(chunk_dir))
+    assert retriever.invoke("zeppelin")[0].id == "x-1"
+    statted: list[str] = []
+    real_stat = Path.stat
+
+    def counting(self: Path, **kwargs: Any) -> Any:
+        if self.suffix == ".jsonl":
+            statted.append(self.name)
+        return real_stat(self, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", counting)
+    for _ in range(3):
+        assert retriever.invoke("wages")[0].id == "w2-1"
+    assert statted == []
+    (chunk_dir / "more" / "extra.jsonl").write_text(
+        json.dumps({"id": "x-2", "text": "Airship wages and zeppelin withholding."}) + "\n",
+        encoding="utf-8",
+    )
+    assert retriever.invoke("airship")[0].id == "x-2"  # the edit just made is seen
+    assert "extra.jsonl" in statted
+    (chunk_dir / "new.jsonl").write_text(
+        json.dumps({"id": "n-1", "text": "Dirigible schedule."}) + "\n", encoding="utf-8"
+    )
+    assert retriever.invoke("dirigible")[0].id == "n-1"  # and a new file

@@ -1,4 +1,8 @@
-"""The inotify folder watcher: refreshes stay exact and skip the disk when nothing changed."""
+"""The folder watchers: refreshes stay exact and skip the disk when nothing changed.
+
+Every freshness test runs once per backend this machine can run (inotify and watchfiles on
+Linux), chosen as a user would, with `VAULTSEARCH_WATCHER`.
+"""
 
 from __future__ import annotations
 
@@ -20,11 +24,41 @@ from langchain_vaultsearch.vault import vault as vault_module
 from langchain_vaultsearch.vault import watcher as watcher_module
 from langchain_vaultsearch.vault.note_files import NoteFiles
 from langchain_vaultsearch.vault.note_info import VaultChanges
-from langchain_vaultsearch.vault.watcher import IN_Q_OVERFLOW, FolderWatcher
+from langchain_vaultsearch.vault.watcher import (
+    BACKEND_VARIABLE,
+    BACKENDS,
+    IN_Q_OVERFLOW,
+    FolderWatcher,
+    InotifyWatcher,
+)
 from tests.conftest import write_vault
 
-HAS_INOTIFY = FolderWatcher.open() is not None
-needs_inotify = pytest.mark.skipif(not HAS_INOTIFY, reason="inotify is unavailable here")
+
+def runs_here(backend: str) -> bool:
+    try:
+        if backend == "inotify":
+            InotifyWatcher().close()
+        else:
+            import watchfiles  # noqa: F401
+    except (OSError, ImportError):
+        return False
+    return True
+
+
+HERE = [backend for backend in BACKENDS if runs_here(backend)]
+needs_inotify = pytest.mark.skipif("inotify" not in HERE, reason="inotify is unavailable here")
+
+
+@pytest.fixture
+def inotify(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inotify backend, whatever the environment asks for."""
+    monkeypatch.setenv(BACKEND_VARIABLE, "inotify")
+
+
+def inotify_watcher(vault: Vault) -> InotifyWatcher:
+    assert isinstance(vault._watcher, InotifyWatcher)
+    return vault._watcher
+
 
 NOTES = {
     "Inbox.md": "# Inbox\n\nloose ends\n",
@@ -53,6 +87,11 @@ def atomic_save(path: Path, text: str) -> None:
     temp.write_text(text, encoding="utf-8")
     later(temp)
     os.replace(temp, path)
+
+
+def rewrite_burst(root: Path) -> None:
+    for path in BURST:
+        edit(root / path, "rewritten in the burst\n")
 
 
 def add_nested_folder(root: Path) -> None:
@@ -103,6 +142,7 @@ class Scenario:
 
 
 ALPHA = {"Projects/Alpha/Plan.md", "Projects/Alpha/Deep/Detail.md"}
+BURST = {f"Burst/{n % 10}/Note {n}.md": f"note {n} of a burst\n" for n in range(1000)}
 PROJECTS = {*ALPHA, "Projects/Beta/Notes.md"}
 
 SCENARIOS = {
@@ -250,6 +290,12 @@ SCENARIOS = {
             ),
         )
     ),
+    "burst-of-1000-writes": Scenario(
+        (
+            Step(lambda r: write_vault(r, BURST), set(BURST)),
+            Step(rewrite_burst, set(BURST)),
+        )
+    ),
     "hard-linked-note": Scenario(
         (
             Step(
@@ -280,13 +326,22 @@ def root(tmp_path: Path) -> Path:
     return write_vault(tmp_path / "vault", dict(NOTES))
 
 
-@needs_inotify
+@pytest.fixture(params=HERE)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each backend this machine runs, chosen by the environment variable a user would set."""
+    monkeypatch.setenv(BACKEND_VARIABLE, request.param)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_watched_and_walked_refreshes_report_the_same_changes(root: Path, name: str) -> None:
+def test_watched_and_walked_refreshes_report_the_same_changes(
+    root: Path, name: str, backend: str
+) -> None:
     scenario = SCENARIOS[name]
     watched = Vault(root, watch=True, **scenario.options)  # type: ignore[arg-type]
     walked = Vault(root, watch=False, **scenario.options)  # type: ignore[arg-type]
     assert watched.watching
+    assert backend_of(watched) == backend
     assert not walked.watching
     assert canonical(watched.refresh()) == canonical(walked.refresh())
     for step in scenario.steps:
@@ -300,13 +355,41 @@ def test_watched_and_walked_refreshes_report_the_same_changes(root: Path, name: 
     assert watched.watching
 
 
-def test_without_inotify_every_refresh_walks(
+def backend_of(vault: Vault) -> str:
+    return {"InotifyWatcher": "inotify", "WatchfilesWatcher": "watchfiles"}[
+        type(vault._watcher).__name__
+    ]
+
+
+@pytest.mark.skipif("watchfiles" not in HERE, reason="watchfiles is not installed")
+def test_elsewhere_than_linux_the_vault_is_watched_through_watchfiles(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(BACKEND_VARIABLE, raising=False)
+    monkeypatch.setattr(watcher_module, "unwatchable_filesystem", lambda root: None)
+    for platform in ("darwin", "win32", "freebsd14"):
+        monkeypatch.setattr(watcher_module.sys, "platform", platform)
+        assert backend_of(Vault(root)) == "watchfiles"
+
+
+@needs_inotify
+def test_on_linux_the_vault_is_watched_through_inotify(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(BACKEND_VARIABLE, raising=False)
+    assert backend_of(Vault(root)) == "inotify"
+
+
+def test_without_a_backend_every_refresh_walks(
     root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     watcher_module._libc.cache_clear()
     monkeypatch.setattr(watcher_module.sys, "platform", "darwin")
+    monkeypatch.setattr(watcher_module, "unwatchable_filesystem", lambda root: None)
+    monkeypatch.setenv(BACKEND_VARIABLE, "inotify")
     with caplog.at_level(logging.DEBUG, logger=watcher_module.__name__):
         vault = Vault(root)
+    watcher_module._libc.cache_clear()
     assert not vault.watching
     assert "inotify is Linux-only" in caplog.text
     assert len(vault.refresh().updated) == 5
@@ -314,21 +397,36 @@ def test_without_inotify_every_refresh_walks(
     assert summary(vault.refresh()) == ({"Inbox.md"}, set())
 
 
-def count_stats(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def test_an_unknown_backend_name_is_logged_and_the_default_used(
+    root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(BACKEND_VARIABLE, "fsevents")
+    with caplog.at_level(logging.WARNING, logger=watcher_module.__name__):
+        vault = Vault(root)
+    assert "VAULTSEARCH_WATCHER=fsevents is not one of inotify, watchfiles" in caplog.text
+    assert vault.watching == bool(HERE)
+
+
+def count_stats(
+    monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...] = ("stat", "lstat", "scandir")
+) -> list[str]:
+    """Record the paths given to these `os` functions from now on."""
     calls: list[str] = []
-    real_stat = os.stat
+    for name in names:
+        real = getattr(os, name)
 
-    def counting_stat(path: str | os.PathLike[str], *args: object, **kwargs: object) -> object:
-        calls.append(os.fspath(path))
-        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+        def counting(
+            path: str, *args: object, _real: Callable[..., object] = real, **kwargs: object
+        ) -> object:
+            calls.append(os.fspath(path))
+            return _real(path, *args, **kwargs)
 
-    monkeypatch.setattr(os, "stat", counting_stat)
+        monkeypatch.setattr(os, name, counting)
     return calls
 
 
-@needs_inotify
 def test_unchanged_refresh_stats_nothing_and_an_edit_stats_one_note(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
     vault = Vault(root)
     vault.refresh()
@@ -339,6 +437,19 @@ def test_unchanged_refresh_stats_nothing_and_an_edit_stats_one_note(
     calls.clear()
     assert summary(vault.refresh()) == ({"Projects/Beta/Notes.md"}, set())
     assert calls == [str(root / "Projects/Beta/Notes.md")]
+
+
+def test_an_edit_made_just_before_a_refresh_is_always_seen(root: Path, backend: str) -> None:
+    vault = Vault(root)
+    vault.refresh()
+    notes = ["Inbox.md", "Projects/Alpha/Deep/Detail.md", "Daily/2024-03-05.md"]
+    for round_ in range(150):
+        note = notes[round_ % len(notes)]
+        # A new size each time, and no mtime push: the edit alone must be seen.
+        (root / note).write_text("x" * (round_ + 1), encoding="utf-8")
+        changes = vault.refresh()
+        assert summary(changes) == ({note}, set()), round_
+        assert changes.updated[0][1] == "x" * (round_ + 1)
 
 
 def test_without_the_watcher_every_refresh_stats_every_note(
@@ -352,6 +463,7 @@ def test_without_the_watcher_every_refresh_stats_every_note(
 
 
 @needs_inotify
+@pytest.mark.usefixtures("inotify")
 def test_queue_overflow_falls_back_to_a_full_walk_and_rearms(
     root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -378,9 +490,8 @@ def test_queue_overflow_falls_back_to_a_full_walk_and_rearms(
     assert summary(vault.refresh()) == ({"Daily/after.md"}, set())
 
 
-@needs_inotify
 def test_a_forked_process_starts_its_own_watcher(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
     vault = Vault(root)
     vault.refresh()
@@ -389,11 +500,13 @@ def test_a_forked_process_starts_its_own_watcher(
     edit(root / "Inbox.md", "edited in the child\n")
     assert summary(vault.refresh()) == ({"Inbox.md"}, set())
     assert vault.watching
+    assert backend_of(vault) == backend
     edit(root / "Daily/2024-03-05.md", "and again\n")
     assert summary(vault.refresh()) == ({"Daily/2024-03-05.md"}, set())
 
 
 @needs_inotify
+@pytest.mark.usefixtures("inotify")
 def test_folders_that_cannot_be_watched_are_stat_ed_every_time(
     root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -421,11 +534,11 @@ def test_folders_that_cannot_be_watched_are_stat_ed_every_time(
 
 
 @needs_inotify
+@pytest.mark.usefixtures("inotify")
 def test_a_watch_the_kernel_drops_is_put_back(root: Path) -> None:
     vault = Vault(root)
     vault.refresh()
-    watcher = vault._watcher
-    assert watcher is not None
+    watcher = inotify_watcher(vault)
     folder = str(root / "Daily")
     watcher._libc.rm_watch(watcher._fd, watcher._wd_by_folder[folder])  # as on unmount
     assert not vault.refresh()
@@ -433,9 +546,8 @@ def test_a_watch_the_kernel_drops_is_put_back(root: Path) -> None:
     assert summary(vault.refresh()) == ({"Daily/2024-03-05.md"}, set())
 
 
-@needs_inotify
 def test_refresh_interval_still_delays_what_the_watcher_saw(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
     clock = [1000.0]
     monkeypatch.setattr("langchain_vaultsearch.vault.vault.time.monotonic", lambda: clock[0])
@@ -448,8 +560,7 @@ def test_refresh_interval_still_delays_what_the_watcher_saw(
     assert summary(vault.refresh()) == ({"Inbox.md"}, set())
 
 
-@needs_inotify
-def test_close_stops_watching_but_refresh_keeps_working(root: Path) -> None:
+def test_close_stops_watching_but_refresh_keeps_working(root: Path, backend: str) -> None:
     with Vault(root) as vault:
         vault.refresh()
         assert vault.watching
@@ -460,11 +571,11 @@ def test_close_stops_watching_but_refresh_keeps_working(root: Path) -> None:
 
 
 @needs_inotify
+@pytest.mark.usefixtures("inotify")
 def test_the_descriptor_is_closed_when_the_vault_is_collected(root: Path) -> None:
     vault = Vault(root)
     vault.refresh()
-    assert vault._watcher is not None
-    fd = vault._watcher._fd
+    fd = inotify_watcher(vault)._fd
     os.fstat(fd)
     del vault
     gc.collect()
@@ -472,9 +583,8 @@ def test_the_descriptor_is_closed_when_the_vault_is_collected(root: Path) -> Non
         os.fstat(fd)
 
 
-@needs_inotify
 def test_a_refresh_that_fails_midway_loses_no_change(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
     vault = Vault(root)
     vault.refresh()
@@ -491,9 +601,8 @@ def test_a_refresh_that_fails_midway_loses_no_change(
     assert vault.watching
 
 
-@needs_inotify
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_watched_note_files_stay_the_walked_listing(root: Path, name: str) -> None:
+def test_watched_note_files_stay_the_walked_listing(root: Path, name: str, backend: str) -> None:
     scenario = SCENARIOS[name]
     vault = Vault(root, **scenario.options)  # type: ignore[arg-type]
     files = NoteFiles(vault)
@@ -503,9 +612,8 @@ def test_watched_note_files_stay_the_walked_listing(root: Path, name: str) -> No
         assert files.listing()[1] == vault.list_files()
 
 
-@needs_inotify
 def test_note_files_stat_only_the_edited_note_after_the_first_walk(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
     files = NoteFiles(Vault(root))
     listed = files.listing()[1]
@@ -522,8 +630,7 @@ def test_note_files_stat_only_the_edited_note_after_the_first_walk(
     }
 
 
-@needs_inotify
-def test_note_files_say_when_nothing_changed_since_a_listing(root: Path) -> None:
+def test_note_files_say_when_nothing_changed_since_a_listing(root: Path, backend: str) -> None:
     files = NoteFiles(Vault(root))
     seen, listed = files.listing()
     assert files.changed_since(seen) == (seen, None)
@@ -546,20 +653,19 @@ def test_note_files_of_an_unwatched_vault_always_changed(root: Path) -> None:
 
 @pytest.mark.parametrize("how", ["unwatched vault", "symlinked note"])
 def test_note_files_walk_each_time_when_events_cannot_cover_the_vault(
-    root: Path, monkeypatch: pytest.MonkeyPatch, how: str
+    root: Path, monkeypatch: pytest.MonkeyPatch, how: str, backend: str
 ) -> None:
     if how == "symlinked note":
         os.symlink(root / "Inbox.md", root / "Projects" / "Inbox link.md")
     files = NoteFiles(Vault(root, watch=how != "unwatched vault"))
     first = files.listing()[1]
-    calls = count_stats(monkeypatch)
+    calls = count_stats(monkeypatch, ("stat",))
     assert files.listing()[1] == first
     assert len([call for call in calls if call.endswith(".md")]) == len(first)
 
 
-@needs_inotify
 def test_note_files_interrupted_walk_again_and_miss_nothing(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
     vault = Vault(root)
     files = NoteFiles(vault)

@@ -15,14 +15,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
+
 logger = logging.getLogger(__name__)
 
-STORE_PATTERN = "*.jsonl"
+STORE_SUFFIX = ".jsonl"
+STORE_PATTERN = f"*{STORE_SUFFIX}"
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """A longer line is not a chunk (a runaway export); it is reported and skipped."""
 SKIP_PIECE_BYTES = 64 * 1024
@@ -95,7 +99,7 @@ class JsonlChunkStore:
         FileNotFoundError: the folder does not exist or is not a folder.
     """
 
-    def __init__(self, chunk_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, chunk_dir: str | os.PathLike[str], *, watch: bool = True) -> None:
         folder = Path(os.path.expanduser(os.fspath(chunk_dir)))
         if not folder.is_dir():
             what = "is not a folder" if folder.exists() else "does not exist"
@@ -103,6 +107,10 @@ class JsonlChunkStore:
             raise FileNotFoundError(msg)
         self.root = folder.resolve()
         self.problems: list[StoreProblem] = []
+        self._watcher: FolderWatcher | None = None
+        self._watching = watch
+        self._watched_stamps: list[FileStamp] | None = None
+        self._watch_lock = threading.Lock()
 
     def files(self) -> list[Path]:
         """The store's files, sorted, so ids that repeat across files resolve the same way."""
@@ -121,6 +129,78 @@ class JsonlChunkStore:
             stat = path.stat()
             stamps.append((self._name(path), stat.st_mtime_ns, stat.st_size))
         return stamps
+
+    def current_stamps(self) -> list[FileStamp]:
+        """`stamps()`, kept while the folder watcher reports no change: no stat per file.
+
+        A store of 10,000 files stat-ed every file before every query; the vault's folder
+        watcher (inotify, or watchfiles on macOS and Windows) says instead whether anything
+        changed, and it reports every edit completed before this call. Where no watcher
+        can be trusted (a network or FUSE mount, a symlinked folder inside the store, a
+        watch limit reached), every call stats every file, as before.
+        """
+        if not self._watching:
+            return self.stamps()
+        with self._watch_lock:
+            if self._watcher is None:
+                self._watcher = FolderWatcher.open(self.root, suffixes=(STORE_SUFFIX,))
+                self._watched_stamps = None
+            watcher = self._watcher
+            if watcher is None:
+                self._watching = False
+                return self.stamps()
+            changes = watcher.drain()
+            unchanged = changes is not None and not self._concerns_listing(changes)
+            if unchanged and self._watched_stamps is not None:
+                return self._watched_stamps
+            if changes is None:  # events were lost: a new watcher, and a full look
+                watcher.close()
+                self._watcher = None
+                return self._rewatched_stamps()
+            if not self._watch_folders(watcher):
+                watcher.close()
+                self._watcher, self._watching = None, False
+                return self.stamps()
+            self._watched_stamps = self.stamps()
+            return self._watched_stamps
+
+    def _rewatched_stamps(self) -> list[FileStamp]:
+        """A new watcher and a full look, with the lock held (the old one lost events)."""
+        watcher = self._watcher = FolderWatcher.open(
+            self.root, suffixes=(STORE_PATTERN.lstrip("*"),)
+        )
+        if watcher is None or not self._watch_folders(watcher):
+            if watcher is not None:
+                watcher.close()
+            self._watcher, self._watching = None, False
+            return self.stamps()
+        self._watched_stamps = self.stamps()
+        return self._watched_stamps
+
+    def _concerns_listing(self, changes: FolderChanges) -> bool:
+        """Whether a change can touch what `files()` lists: not only dot-folders' entries.
+
+        The store's own saved index lives in `.vaultsearch/`; writing it must not make
+        the next query stat every file again.
+        """
+
+        def hidden(path: str) -> bool:
+            relative = os.path.relpath(path, self.root)
+            return any(part.startswith(".") for part in Path(relative).parts)
+
+        shown = [path for path in changes.paths if not hidden(path)]
+        explained = {os.path.dirname(path) for path in changes.paths if hidden(path)}
+        return bool(shown) or bool(changes.folders - explained)
+
+    def _watch_folders(self, watcher: FolderWatcher) -> bool:
+        """Watch every folder the listing reads; False when one cannot be watched."""
+        for folder, folders, _files in os.walk(self.root):
+            folders[:] = [name for name in folders if not name.startswith(".")]
+            if any(os.path.islink(os.path.join(folder, name)) for name in folders):
+                return False  # the listing follows the link, a watch would not
+            if not watcher.add(folder):
+                return False
+        return True
 
     def records(self) -> Iterator[ChunkRecord]:
         """Every valid chunk, file by file; skipped lines are in `problems` afterwards.

@@ -109,7 +109,7 @@ class KeywordDocumentRetriever(BaseRetriever):
     def index(self) -> KeywordIndex:
         """The current index: loaded, or built when a file changed since it was saved."""
         with self._lock:
-            stamps = self._store.stamps()
+            stamps = self._store.current_stamps()
             if self._index is not None and self._index.stamps == stamps:
                 return self._index
             path = self.index_path

@@ -1,4 +1,4 @@
-"""NoteFiles: a vault's note files and their stamps, walked once, then kept by inotify.
+"""NoteFiles: a vault's note files and their stamps, walked once, then kept by a watcher.
 
 The searches made while a large vault's first index builds scan the notes' text, and
 each must see the notes as they are now: listing 100,480 notes stats every one (0.8 s a
@@ -30,14 +30,15 @@ class NoteFiles:
     whole vault again when any folder gained, lost or renamed an entry (an editor's swap
     file too: rare while an index builds, and what `Vault.refresh` does folder by folder is
     not worth repeating for those minutes), when events were lost or a listing was
-    interrupted, and every time when the events cannot cover the vault: no inotify (not
-    Linux, a vault opened with `watch=False`), the watch limit reached, symlinks, hard links.
+    interrupted, and every time when the events cannot cover the vault: no watcher (a vault
+    opened with `watch=False` or on a network filesystem), the watch limit reached, symlinks,
+    hard links.
     """
 
     def __init__(self, vault: Vault) -> None:
         """List nothing yet; the first `listing()` walks."""
         self._vault = vault
-        self._watcher = FolderWatcher.open() if vault.watching else None
+        self._watcher = FolderWatcher.open(vault.root) if vault.watching else None
         self._files: Files | None = None
         self._by_file: dict[str, str] = {}  # absolute path -> vault-relative path
         self._covered = False
@@ -79,7 +80,7 @@ class NoteFiles:
         if changes is None and self._watcher is not None and files is not None:
             # Events were lost (an overflow, a fork sharing the queue): a new watcher.
             self._watcher.close()
-            self._watcher = FolderWatcher.open()
+            self._watcher = FolderWatcher.open(self._vault.root)
         if files is None or not self._covered or changes is None or changes.folders:
             files, self._covered = self._vault.walk_files(self._watcher)
             self._files = files

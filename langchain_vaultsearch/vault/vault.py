@@ -3,9 +3,9 @@
 A long-lived retriever must see notes that were added, edited, renamed or deleted since
 its last query without being rebuilt, and must not re-read 6,000 unchanged notes to do
 so. `Vault.refresh` therefore walks the folder tree, compares each note's mtime and size
-with what it saw last time, and reads only what changed (docs/design.md, decision 3). On Linux it
-also watches the folders it walked (`watcher.FolderWatcher`), so that a refresh stats only
-what the kernel reported as changed, and nothing at all when the vault is unchanged.
+with what it saw last time, and reads only what changed (docs/design.md, decision 3). It also
+watches the folders it walked (`watcher.FolderWatcher`), so that a refresh stats only
+what the system reported as changed, and nothing at all when the vault is unchanged.
 Everything else in the package works on the `NoteInfo` records and the change sets it
 returns.
 """
@@ -89,10 +89,10 @@ def decode_note(data: bytes) -> str:
 
 
 class Vault:
-    """A folder of markdown notes, watched by mtime and size, and by inotify on Linux.
+    """A folder of markdown notes, watched by mtime and size, and by a folder watcher.
 
     Thread-safe: the async retriever path runs refreshes in worker threads. A context
-    manager: leaving it (or `close`) releases the inotify descriptor, as garbage
+    manager: leaving it (or `close`) releases the folder watch, as garbage
     collection does.
     """
 
@@ -118,11 +118,12 @@ class Vault:
             refresh_interval: seconds during which a refresh trusts the previous scan.
                 0 (the default) checks the disk on every refresh; a few seconds saves the
                 stat calls on very large vaults at the cost of seeing edits that late.
-            watch: watch the folders with inotify (Linux) so that a refresh of an unchanged
-                vault stats nothing; elsewhere, or when the kernel refuses, every refresh
-                walks the vault. The kernel reports local edits before the writing call
-                returns, so freshness stays exact; network filesystems (NFS, SMB, sshfs) may
-                not report edits made on other machines: pass False for those.
+            watch: watch the folders (inotify on Linux, watchfiles elsewhere: see
+                `watcher.FolderWatcher.open`) so that a refresh of an unchanged vault stats
+                no note; where no watcher can start, every refresh walks the vault. A refresh
+                still sees every edit completed before it began. On a network filesystem or
+                a FUSE mount, whose edits made elsewhere may raise no event, the vault is not
+                watched (logged once); False does the same anywhere.
 
         Raises:
             ValueError: when the folder does not exist or a limit is not positive.
@@ -163,7 +164,7 @@ class Vault:
         self.refresh_interval = refresh_interval
         self._last_refresh = -math.inf
         self._version = 0
-        self._watcher = FolderWatcher.open() if watch else None
+        self._watcher = FolderWatcher.open(self.root) if watch else None
         # Set by each walk: notes and folders whose changes no event reports, which every
         # refresh must therefore check (True until the first walk).
         self._walk_needed = True
@@ -174,7 +175,7 @@ class Vault:
 
     @property
     def watching(self) -> bool:
-        """True while inotify tells refreshes what changed (False: every refresh walks)."""
+        """True while a watcher tells refreshes what changed (False: every refresh walks)."""
         return self._watcher is not None
 
     def close(self) -> None:
@@ -230,7 +231,7 @@ class Vault:
         """Start over when events were lost: a new watcher, every folder listed again."""
         if self._watcher is not None:
             self._watcher.close()
-            self._watcher = FolderWatcher.open()
+            self._watcher = FolderWatcher.open(self.root)
         self._listings.clear()
         self._walk_needed = True
 

@@ -1,15 +1,26 @@
-"""Folder watcher: Linux inotify through ctypes, so an unchanged vault costs no stat calls.
+"""Folder watchers: a refresh asks the system what changed instead of stat-ing every note.
 
-Stat-ing every note before every query is what keeps answers fresh, and on a 6,000-note vault
-it is a third of a warm query. inotify lets `Vault.refresh` ask the kernel instead: the kernel
-queues an event while the writer's system call runs, so an edit that has completed is already
-in the queue when a query drains it. Draining at query start is therefore as exact as stat-ing,
-on local filesystems. Network filesystems (NFS, SMB, sshfs) and FUSE mounts may not report
-changes made by other machines or by the remote side; open such a vault with
-`Vault(path, watch=False)`.
+Stat-ing every note before every query is what keeps answers fresh, and it grows with the
+vault: a third of a warm query at 6,000 notes, 1.3 s of 1.4 s at 100,000. A watcher tells
+`Vault.refresh` which folders and entries changed, so an unchanged vault costs no stat call.
+Two backends sit behind `FolderWatcher`, and both keep what stat-ing gave: an edit that
+completed before a query began is seen by that query.
 
-There is no thread: the descriptor is non-blocking and read only when a refresh runs. The
-watcher knows nothing about notes; it tells the vault which folders and entries to look at
+- `InotifyWatcher` (Linux, ctypes; the default there). The kernel queues an event while the
+  writer's system call runs, so draining the queue at query start is as exact as stat-ing.
+  No thread and no write: it measured faster than the other backend on Linux
+  (`benchmarks/watch_speed.py`).
+- `portable_watcher.WatchfilesWatcher` (macOS FSEvents, Windows ReadDirectoryChangesW, the BSDs'
+  kqueue; Linux when asked). Its events arrive late, from a thread; each drain waits for a
+  marker file of its own to come through first (see that module).
+
+`FolderWatcher.open` picks one; `VAULTSEARCH_WATCHER=inotify|watchfiles` forces one (the
+benchmark and the tests run both on Linux). It gives None, so that every refresh stats every
+note as with `Vault(path, watch=False)`, where events cannot be trusted: on a network
+filesystem or a FUSE mount (NFS, SMB, sshfs, a WSL2 `/mnt/c`, a VM's shared folder), an edit
+made by another machine or on the far side raises no event here (logged once per vault).
+
+A watcher knows nothing about notes; it tells the vault which folders and entries to look at
 again, and returns None when it lost track (queue overflow, a read error, a fork) so that the
 vault walks everything.
 """
@@ -21,14 +32,39 @@ import errno
 import functools
 import logging
 import os
+import re
 import struct
+import subprocess
 import sys
 import weakref
+from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
+
+BACKEND_VARIABLE = "VAULTSEARCH_WATCHER"
+"""Environment variable that forces a backend: `inotify` or `watchfiles`."""
+BACKENDS = ("inotify", "watchfiles")
+
+# Filesystems whose changes may not raise an event here: what another machine, a host or a
+# FUSE daemon's far side writes goes around this kernel's change notification. (`fuseblk`,
+# a local disk through FUSE such as ntfs-3g, is not among them: every write goes through it.)
+_REMOTE_FILESYSTEMS = frozenset(
+    {
+        "nfs", "nfs4", "cifs", "smb3", "smbfs", "afs", "ceph", "glusterfs", "lustre", "gpfs",
+        "beegfs", "9p", "drvfs", "virtiofs", "vboxsf", "vmhgfs", "davfs", "afpfs", "webdav",
+        "fuse", "macfuse", "osxfuse",
+    }
+)  # fmt: skip
+_MOUNTINFO = "/proc/self/mountinfo"
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
+_MACOS_MOUNT = re.compile(r"^(?P<device>.+?) on (?P<point>.+) \((?P<options>[^()]*)\)$")
+_reported: set[tuple[str, str]] = set()  # (folder, filesystem) already logged: once each
+
+Mount = tuple[str, str, bool]
+"""A mount point, its filesystem type, and whether its events cannot be trusted."""
 
 # From <sys/inotify.h>.
 IN_MODIFY = 0x00000002
@@ -79,6 +115,165 @@ class FolderChanges:
         return bool(self.folders or self.paths)
 
 
+class FolderWatcher(ABC):
+    """What a vault asks of a watcher: watch folders as it lists them, then say what changed.
+
+    The vault walks its folders, calling `add` on each before listing it (so no change can
+    fall between the two), `remove` when a folder's listing is dropped, and `drain` at the
+    start of each refresh.
+    """
+
+    @classmethod
+    def open(
+        cls, root: str | os.PathLike[str], *, suffixes: tuple[str, ...] = (".md",)
+    ) -> FolderWatcher | None:
+        """The watcher for a vault folder on this system, or None where none can be trusted.
+
+        Args:
+            root: the vault folder, resolved (its sub-folders are `add`ed by the vault).
+            suffixes: the files whose edits matter (a vault's notes; a chunk store's
+                `.jsonl`): a backend may skip the rest's content changes.
+
+        Returns:
+            The backend `VAULTSEARCH_WATCHER` names, else inotify on Linux and watchfiles
+            elsewhere; None (logged) on a network or FUSE filesystem, or when the backend
+            cannot start, so that every refresh stats every note.
+        """
+        root = os.fspath(root)
+        filesystem = unwatchable_filesystem(root)
+        if filesystem is not None:
+            if (root, filesystem) not in _reported:
+                _reported.add((root, filesystem))
+                logger.info(
+                    "%s is on a %s filesystem, where changes made elsewhere may raise no event"
+                    " here: every refresh stats every note instead of watching folders",
+                    root,
+                    filesystem,
+                )
+            return None
+        name = _backend_name()
+        try:
+            if name == "inotify":
+                return InotifyWatcher()
+            # Imported here: watchfiles (and anyio) cost an import that inotify does not need.
+            from langchain_vaultsearch.vault.portable_watcher import WatchfilesWatcher
+
+            return WatchfilesWatcher(root, suffixes)
+        except (OSError, ImportError) as exc:
+            logger.debug("Not watching folders, every refresh walks the vault: %s", exc)
+            return None
+
+    @abstractmethod
+    def add(self, folder: str) -> bool:
+        """Watch a folder before it is listed, so no change can fall between the two.
+
+        Args:
+            folder: absolute path of a real folder inside the vault (folders reached through
+                a symlink are not added: a watch follows the folder, not the link).
+
+        Returns:
+            False when the folder cannot be watched (gone, unreadable, a limit reached); the
+            caller then checks it the old way on every refresh.
+        """
+
+    @abstractmethod
+    def remove(self, folder: str) -> None:
+        """Stop reporting on a folder whose listing the caller dropped."""
+
+    @abstractmethod
+    def drain(self) -> FolderChanges | None:
+        """What changed since the last drain, including every edit completed before this call.
+
+        Returns:
+            What to look at again (empty when nothing happened), or None when events may
+            have been lost (an overflow, an error, a fork). The caller then walks the whole
+            vault with a new watcher.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the watches; idempotent (garbage collection does it too)."""
+
+
+def _backend_name() -> str:
+    forced = os.environ.get(BACKEND_VARIABLE, "").strip().lower()
+    if forced in BACKENDS:
+        return forced
+    if forced:
+        logger.warning(
+            "%s=%s is not one of %s; using this system's default",
+            BACKEND_VARIABLE,
+            forced,
+            ", ".join(BACKENDS),
+        )
+    return "inotify" if sys.platform.startswith("linux") else "watchfiles"
+
+
+def unwatchable_filesystem(root: str) -> str | None:
+    """The type of the filesystem holding `root` when its events cannot be trusted, else None.
+
+    Read from `/proc/self/mountinfo` on Linux and from `mount` on macOS (a mount that is not
+    `local` there: network shares, macFUSE). Elsewhere, or when the table cannot be read,
+    None: Windows reports changes on SMB shares itself, from the server.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            with open(_MOUNTINFO, encoding="utf-8", errors="surrogateescape") as handle:
+                mounts = parse_mountinfo(handle.read())
+        except OSError:
+            return None
+    elif sys.platform == "darwin":
+        try:
+            listed = subprocess.run(
+                ["/sbin/mount"], capture_output=True, text=True, timeout=5, check=True
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        mounts = parse_macos_mounts(listed.stdout)
+    else:
+        return None
+    mount = _mount_of(root, mounts)
+    return mount[1] if mount is not None and mount[2] else None
+
+
+def parse_mountinfo(text: str) -> list[Mount]:
+    """The mounts of a Linux `/proc/<pid>/mountinfo`, in mount order."""
+    mounts = []
+    for line in text.splitlines():
+        fields = line.split(" ")
+        if "-" not in fields[6:]:
+            continue
+        kind = fields[fields.index("-", 6) + 1]
+        point = _OCTAL_ESCAPE.sub(lambda octal: chr(int(octal[1], 8)), fields[4])
+        remote = kind in _REMOTE_FILESYSTEMS or kind.startswith("fuse.")
+        mounts.append((point, kind, remote))
+    return mounts
+
+
+def parse_macos_mounts(text: str) -> list[Mount]:
+    """The mounts `mount` lists on macOS; one without the `local` flag is a remote one."""
+    mounts = []
+    for line in text.splitlines():
+        match = _MACOS_MOUNT.match(line)
+        if match is None:
+            continue
+        options = match["options"].split(", ")
+        kind = options[0]
+        mounts.append((match["point"], kind, kind in _REMOTE_FILESYSTEMS or "local" not in options))
+    return mounts
+
+
+def _mount_of(path: str, mounts: list[Mount]) -> Mount | None:
+    """The mount holding `path`: the deepest mount point above it, the last mounted on a tie."""
+    found: Mount | None = None
+    for mount in mounts:
+        point = mount[0]
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and (found is None or len(point) >= len(found[0])):
+            found = mount
+    return found
+
+
 class _Inotify:
     """The three libc calls, bound once per process."""
 
@@ -109,11 +304,12 @@ def _libc() -> _Inotify:
     return _Inotify()
 
 
-class FolderWatcher:
-    """One inotify instance watching the folders a vault walked.
+class InotifyWatcher(FolderWatcher):
+    """One inotify instance watching the folders a vault walked (Linux).
 
     Watches are kept per folder path; a path maps to the watch descriptor the kernel gave
-    for the folder's inode, and several paths can share one descriptor (bind mounts).
+    for the folder's inode, and several paths can share one descriptor (bind mounts). There
+    is no thread: the descriptor is non-blocking and read only when a refresh runs.
     """
 
     def __init__(self) -> None:
@@ -134,15 +330,6 @@ class FolderWatcher:
         self._folders_by_wd: defaultdict[int, set[str]] = defaultdict(set)
         self._warned: set[int] = set()
         self._close = weakref.finalize(self, os.close, fd)
-
-    @classmethod
-    def open(cls) -> FolderWatcher | None:
-        """A watcher, or None (logged at debug) where inotify cannot be used."""
-        try:
-            return cls()
-        except OSError as exc:
-            logger.debug("Not watching folders, every refresh walks the vault: %s", exc)
-            return None
 
     def close(self) -> None:
         """Release the descriptor (and with it every watch); idempotent."""
