@@ -19,6 +19,7 @@ from langchain_vaultsearch.semantic import load_embeddings
 from langchain_vaultsearch.semantic.embeddings import (
     SPEC_FORMS,
     bundled_minilm_path,
+    model_identity,
     require_extra,
 )
 
@@ -157,3 +158,27 @@ def test_bundled_minilm_path_is_the_packages_model_folder(
     (folder / "config.json").write_text("{}", "utf-8")
     (folder / "model.safetensors").write_bytes(b"\0")
     assert bundled_minilm_path() == folder
+
+
+def _model_folder(root: Path, weights: bytes) -> Path:
+    folder = root / "model"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"hidden_size": 8}')
+    (folder / "modules.json").write_text("[]")
+    (folder / "model.safetensors").write_bytes(weights)
+    return folder
+
+
+def test_a_local_models_identity_is_its_files_not_its_folder(tmp_path: Path) -> None:
+    first = _model_folder(tmp_path / "venv-a" / "gt_model", b"w" * 3_000_000)
+    moved = _model_folder(tmp_path / "venv-b" / "gt_model", b"w" * 3_000_000)
+    tuned = _model_folder(tmp_path / "venv-c" / "gt_model", b"w" * 2_999_999 + b"x")
+    identity = model_identity(f"huggingface:{first}")
+    assert identity.startswith("huggingface:gt_model/model@")
+    assert model_identity(f"huggingface:{moved}") == identity  # another venv, same model
+    assert model_identity(f"huggingface:{tuned}") != identity  # same config, other weights
+    # Hub names and other providers are their own identity.
+    assert model_identity("huggingface:sentence-transformers/all-MiniLM-L6-v2") == (
+        "huggingface:sentence-transformers/all-MiniLM-L6-v2"
+    )
+    assert model_identity("openai:text-embedding-3-small") == "openai:text-embedding-3-small"

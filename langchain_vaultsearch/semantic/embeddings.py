@@ -9,6 +9,7 @@ key) is one `SemanticIndexUnavailable` line saying what to do, not a provider's 
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 from pathlib import Path
@@ -143,6 +144,48 @@ def load_embeddings(spec: str, **kwargs: Any) -> Embeddings:  # noqa: ANN401
         fix = "check the options passed to OpenAIEmbeddings" if has_key else "set OPENAI_API_KEY"
         msg = f"cannot use the embedding model {spec!r} ({cause(exc)}): {fix}"
         raise SemanticIndexUnavailable(msg) from exc
+
+
+_IDENTITY_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json")
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+_WEIGHT_SAMPLE_BYTES = 1 << 20
+_GENERIC_FOLDERS = frozenset({"model", "models", "snapshot"})
+
+
+def model_identity(spec: str) -> str:
+    """What names a model in an index's records: the model itself, not where it lies.
+
+    A `huggingface:` spec naming a local folder would otherwise be an absolute path inside
+    one virtualenv, and the same model from another venv, or a moved folder, was refused
+    as another model (a full rebuild). The identity is the folder's name and a digest of
+    the files that make the model what it is: its configuration and tokenizer, and its
+    weights' size and first and last MiB (a fine-tune of the same architecture has the same
+    configuration but other weights; hashing all 90 MB on every open would cost ~0.2 s).
+    Any other spec is its own identity.
+    """
+    provider, _, name = spec.partition(":")
+    folder = Path(name).expanduser()
+    if provider != "huggingface" or not folder.is_dir():
+        return spec
+    digest = hashlib.sha256()
+    for file in (*_IDENTITY_FILES, *_WEIGHT_FILES):
+        path = folder / file
+        if not path.is_file():
+            continue
+        digest.update(file.encode())
+        if file in _WEIGHT_FILES:
+            size = path.stat().st_size
+            with path.open("rb") as weights:
+                head = weights.read(_WEIGHT_SAMPLE_BYTES)
+                weights.seek(max(size - _WEIGHT_SAMPLE_BYTES, 0))
+                digest.update(f"{size}".encode() + head + weights.read())
+        else:
+            digest.update(path.read_bytes())
+    resolved = folder.resolve()
+    label = resolved.name
+    if label in _GENERIC_FOLDERS:
+        label = f"{resolved.parent.name}/{label}"
+    return f"huggingface:{label}@{digest.hexdigest()[:16]}"
 
 
 def _huggingface_fix(model: str) -> str:

@@ -58,7 +58,12 @@ from langchain_vaultsearch.semantic.cached_embeddings import (
     check_vectors,
 )
 from langchain_vaultsearch.semantic.concepts import ConceptVocabulary, vocabulary_key
-from langchain_vaultsearch.semantic.embeddings import check_spec, load_embeddings, require_extra
+from langchain_vaultsearch.semantic.embeddings import (
+    check_spec,
+    load_embeddings,
+    model_identity,
+    require_extra,
+)
 from langchain_vaultsearch.semantic.errors import (
     SemanticIndexBusy,
     SemanticIndexUnavailable,
@@ -366,7 +371,10 @@ class VaultIndex:
             if isinstance(embeddings, str):
                 self._spec: str | None = embeddings
                 model = functools.partial(load_embeddings, embeddings)
-                self.model_id = embedding_id or embeddings
+                self.model_id = embedding_id or model_identity(embeddings)
+                if not embedding_id and stored == embeddings:
+                    # Built before identities were the model's own: its id was the spec.
+                    self.model_id = stored
             else:
                 self._spec, model = None, embeddings
                 self.model_id = embedding_id or _model_id(embeddings)
