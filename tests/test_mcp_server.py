@@ -114,27 +114,32 @@ def test_bad_arguments_come_back_as_tool_errors_with_their_reason(vault_dir: Pat
 
 
 @contextlib.contextmanager
-def _http_server(vault: Path) -> Iterator[str]:
+def _http_server(vault: Path, host: str = "127.0.0.1", token: str | None = None) -> Iterator[str]:
+    """`vaultsearch mcp --http` on a free port of `host`, until the block ends; its URL."""
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         port = int(probe.getsockname()[1])
+    env = {key: value for key, value in os.environ.items() if key != "VAULTSEARCH_MCP_TOKEN"}
+    if token is not None:
+        env["VAULTSEARCH_MCP_TOKEN"] = token
     process = subprocess.Popen(  # noqa: S603 - the package's own command
-        [*SERVER, "--vault", str(vault), "--http", str(port)],
+        [*SERVER, "--vault", str(vault), "--http", str(port), "--host", host],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        env=env,
     )
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                with socket.create_connection((host, port), timeout=1):
                     break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     stderr = process.stderr.read().decode() if process.stderr else ""
                     pytest.fail(f"the MCP HTTP server did not start: {stderr[-2000:]}")
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://{host}:{port}/mcp"
     finally:
         process.terminate()
         process.wait(10)
@@ -164,35 +169,6 @@ def test_without_the_extra_the_error_names_the_pip_command(
         create_mcp_server(service)
     with pytest.raises(ValueError, match="mode must be one of"):
         create_mcp_server(service, mode="fuzzy")  # type: ignore[arg-type]
-
-
-@contextlib.contextmanager
-def _guarded_server(vault: Path, host: str, token: str) -> Iterator[int]:
-    """`vaultsearch mcp --http` on an address off the loopback names, with a bearer token."""
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        port = int(probe.getsockname()[1])
-    process = subprocess.Popen(  # noqa: S603 - the package's own command
-        [*SERVER, "--vault", str(vault), "--http", str(port), "--host", host],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "VAULTSEARCH_MCP_TOKEN": token},
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection((host, port), timeout=1):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    stderr = process.stderr.read().decode() if process.stderr else ""
-                    pytest.fail(f"the MCP HTTP server did not start: {stderr[-2000:]}")
-                time.sleep(0.1)
-        yield port
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def test_off_loopback_the_server_refuses_to_start_without_a_token(vault_dir: Path) -> None:
@@ -246,8 +222,7 @@ def test_off_loopback_a_request_needs_the_token_and_a_known_host(vault_dir: Path
             await opened.initialize()
             return await opened.call_tool("read_note", {"path": OAUTH})
 
-    with _guarded_server(vault_dir, host, token) as port:
-        url = f"http://{host}:{port}/mcp"
+    with _http_server(vault_dir, host, token) as url:
         anonymous = httpx.post(url, json=body, headers=headers, timeout=10)
         assert anonymous.status_code == 401
         wrong = httpx.post(

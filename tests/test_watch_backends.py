@@ -37,7 +37,7 @@ from langchain_vaultsearch.vault.watcher import (
     unwatchable_filesystem,
 )
 from tests.conftest import write_vault
-from tests.test_watcher import NOTES, count_stats, edit, summary
+from tests.test_watcher import NOTES, assert_stats_only_what_changed, count_stats, edit, summary
 
 LAG = 0.15
 
@@ -321,13 +321,7 @@ def test_events_spelled_differently_are_mapped_to_the_vault_s_paths(
     use_notify(monkeypatch, Respelled)
     vault = Vault(root)
     vault.refresh()
-    calls = count_stats(monkeypatch)
-    assert not vault.refresh()
-    assert calls == []
-    edit(root / "Projects/Beta/Notes.md", "edited\n")
-    calls.clear()
-    assert summary(vault.refresh()) == ({"Projects/Beta/Notes.md"}, set())
-    assert calls == [str(root / "Projects/Beta/Notes.md")]
+    assert_stats_only_what_changed(vault, root, monkeypatch)
     vault.close()
 
 

@@ -430,6 +430,13 @@ def test_unchanged_refresh_stats_nothing_and_an_edit_stats_one_note(
 ) -> None:
     vault = Vault(root)
     vault.refresh()
+    assert_stats_only_what_changed(vault, root, monkeypatch)
+
+
+def assert_stats_only_what_changed(
+    vault: Vault, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unchanged refresh stats nothing; after one edit, a refresh stats that note alone."""
     calls = count_stats(monkeypatch)
     assert not vault.refresh()
     assert calls == []
