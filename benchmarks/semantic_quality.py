@@ -84,6 +84,10 @@ def systems_for(vault: Path, embeddings: str, hybrid: bool = False) -> dict[str,
             semantic_index=index, k=OURS_K, fusion=fusion, lexical_retriever=lexical
         )
         runs[f"merged-{fusion}"] = note_paths(merged.invoke)
+    # What local_search, the CLI and the MCP server run: the query plan's route per query
+    # (a tag some note carries goes lexical; a tag no note carries is a word).
+    default = RetrieverFactory(semantic_index=index, k=OURS_K, lexical_side=lexical)
+    runs["default"] = note_paths(default.invoke)
     if hybrid:
         variants: dict[str, dict[str, Any]] = {
             "hybrid": {},

@@ -146,6 +146,10 @@ class FilterRetriever(BaseModel):
     """Rules a tag or time match must satisfy (mentions are exempt); own vault only."""
     exclusions: list[str] | str | None = None
     """Rules that keep notes out of tag and time matches (mentions are exempt)."""
+    mentions_override_rules: bool = True
+    """A `[[mention]]` returns the note even when the rules leave it out (naming a note
+    asks for it). `VaultSearch`, behind the CLI and the MCP server, passes False: there the
+    rules are a privacy boundary a model's question must not cross."""
 
     @model_validator(mode="after")
     def _open_vault(self) -> FilterRetriever:
@@ -275,6 +279,7 @@ class FilterRetriever(BaseModel):
             _Match(info, "title-match")
             for path in dict.fromkeys(p for p in mentions.values() if p is not None)
             if (info := vault.get(path)) is not None
+            and (self.mentions_override_rules or info.searchable)
         ]
         daily_window = None
         others: list[_Match] = []

@@ -218,7 +218,7 @@ def _transport_security(
         return None  # the SDK checks Host and Origin against the loopback names itself
     if host not in LOOPBACK_HOSTS and not token:
         msg = (
-            f"serving MCP on {host or 'every interface'!r}, off this machine's loopback, lets"
+            f"serving MCP on {host or 'every interface'!r} (not 127.0.0.1, localhost or ::1) lets"
             f" anyone who reaches the port read every note: set {TOKEN_VARIABLE} to a secret"
             " that clients send as 'Authorization: Bearer <token>', or serve on 127.0.0.1"
         )

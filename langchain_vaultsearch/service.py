@@ -150,7 +150,8 @@ class VaultSearch:
             ValueError: the folder does not exist, or a bad option.
         """
         self.vault = Vault(vault_path, inclusions=inclusions, exclusions=exclusions, watch=watch)
-        self.filter = FilterRetriever(vault=self.vault)
+        # The rules hold for mentions too: an MCP client's [[Private/diary]] is refused.
+        self.filter = FilterRetriever(vault=self.vault, mentions_override_rules=False)
         self.lexical = TieredLexicalRetriever(vault=self.vault, query_expander=query_expander)
         self._hybrid = HybridOptions(graph=graph, recency=recency, reranker=reranker)
         self._semantic_options: dict[str, Any] = {

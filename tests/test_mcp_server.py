@@ -279,3 +279,13 @@ def test_a_tool_call_past_its_deadline_is_a_tool_error_not_a_hang(
     assert waited < 0.9  # the client hears back at the deadline, not when the call ends
     assert result.isError
     assert "did not answer within" in result.content[0].text
+
+
+def test_naming_an_excluded_note_does_not_reach_it_through_any_tool(vault_dir: Path) -> None:
+    (vault_dir / "Private").mkdir()
+    (vault_dir / "Private" / "diary.md").write_text("# Diary\n\nThe secret zebra plan.\n")
+    service = VaultSearch(vault_dir, exclusions=["Private/"], watch=False)
+    for question in ("what is in [[diary]]?", "what is in [[Private/diary]]?"):
+        result = service.local_search(question)
+        assert all("zebra" not in doc.page_content for doc in result.documents), question
+    assert service.note("Private/diary.md") is None

@@ -156,9 +156,8 @@ class MergedSemanticRetriever(BaseRetriever):
         )
         try:
             semantic = self._semantic.invoke(query, config, k=each)
-        except Exception:
-            logger.exception("Semantic search failed for %r; returning lexical results", query)
-            semantic = []
+        except Exception as exc:
+            semantic = _without_semantic(query, exc)
         return self._fuse(query, lexical, semantic, limit)
 
     async def _aget_relevant_documents(
@@ -179,12 +178,7 @@ class MergedSemanticRetriever(BaseRetriever):
         if isinstance(lexical, BaseException):
             raise lexical
         if isinstance(semantic, BaseException):
-            logger.error(
-                "Semantic search failed for %r; returning lexical results",
-                query,
-                exc_info=semantic,
-            )
-            semantic = []
+            semantic = _without_semantic(query, semantic)
         return self._fuse(query, lexical, semantic, limit)
 
     def _fuse(
@@ -209,3 +203,15 @@ class MergedSemanticRetriever(BaseRetriever):
 
 def _resolved(path: str) -> Path:
     return Path(os.path.expanduser(path)).resolve()
+
+
+def _without_semantic(query: str, error: BaseException) -> list[Document]:
+    """No semantic results, and one line saying why (the traceback only at debug level).
+
+    The semantic side is optional: its failure is the user's to hear about in a line
+    they can act on, not a traceback over the lexical results that did come back.
+    """
+    reason = " ".join(str(error).split()) or type(error).__name__
+    logger.warning("Semantic search failed (%s); returning lexical results", reason)
+    logger.debug("Semantic search failed for %r", query, exc_info=error)
+    return []
