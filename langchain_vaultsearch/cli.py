@@ -41,7 +41,6 @@ from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.semantic.embeddings import install_command
 from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
 from langchain_vaultsearch.semantic.index import IndexProgress
-from langchain_vaultsearch.semantic.lock import IndexLockedError
 from langchain_vaultsearch.service import VaultSearch
 from langchain_vaultsearch.time_ranges import resolve_time_range
 
@@ -456,15 +455,14 @@ def _index(args: argparse.Namespace) -> int:
     """
     service = _open(args, rebuild=args.rebuild)
     with _ProgressBar() as bar:
-        try:
-            summary = service.index(on_progress=bar.update)
-        except (ValueError, ImportError, IndexLockedError, RuntimeError, OSError) as exc:
-            raise UsageError(" ".join(str(exc).split())) from None
+        summary = service.index(on_progress=bar.update)
     notes = f"{summary.notes:,} notes in {summary.lexical_seconds:.1f} s"
     if summary.saved_to is None:
         print(f"vaultsearch: indexed {notes} but could not save the index", file=sys.stderr)
         return 1
     print(f"Indexed {notes}; saved to {summary.saved_to}")
+    if summary.semantic_problem is not None:
+        raise UsageError(f"the vector index was not refreshed: {summary.semantic_problem}")
     report = summary.semantic
     if report is not None and service.semantic_index is not None:
         print(

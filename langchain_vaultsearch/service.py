@@ -70,6 +70,8 @@ class IndexSummary:
         saved_to: the lexical index file, None when it could not be saved.
         semantic: what the vector index refresh did, None without embeddings.
         semantic_seconds: time the vector refresh took.
+        semantic_problem: why the vector index was not refreshed, in one line (None when
+            it was, or when there is none).
     """
 
     notes: int
@@ -77,6 +79,7 @@ class IndexSummary:
     saved_to: Path | None
     semantic: RefreshReport | None
     semantic_seconds: float
+    semantic_problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -422,28 +425,33 @@ class VaultSearch:
             semantic: also refresh the vector index (when one is configured).
             on_progress: progress of the vector refresh.
 
-        Raises:
-            Exception: the vector index could not be opened (the error that closed it:
-                a missing extra, a model that does not load, another model's index);
-                the lexical index is saved first.
+        The lexical index is saved whatever the vector side does; a vector index that
+        cannot be opened or refreshed (a missing extra, a model that does not load or
+        fails midway, another model's index, a damaged store, another process writing)
+        is `semantic_problem`, one line, and the refresh can be run again: it is
+        crash-safe and resumes where it stopped.
         """
         start = time.perf_counter()
         saved = self.lexical.save_index()
         lexical_seconds = time.perf_counter() - start
         report = None
+        problem = None
         start = time.perf_counter()
         if semantic and self._semantic_wanted:
             vectors = self.semantic_index
-            if vectors is None and self._semantic_error is not None:
-                raise self._semantic_error
+            problem = self.semantic_problem if vectors is None else None
             if vectors is not None:
-                report = vectors.refresh(on_progress=on_progress)
+                try:
+                    report = vectors.refresh(on_progress=on_progress)
+                except Exception as exc:  # the semantic side may fail; lexical was saved
+                    problem = " ".join(str(exc).split()) or type(exc).__name__
         return IndexSummary(
             notes=self.lexical.indexed_notes,
             lexical_seconds=lexical_seconds,
             saved_to=saved,
             semantic=report,
             semantic_seconds=time.perf_counter() - start,
+            semantic_problem=problem,
         )
 
     def status(self) -> dict[str, Any]:

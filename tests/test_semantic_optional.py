@@ -153,3 +153,22 @@ def test_a_failed_vector_index_is_tried_again_and_then_searched(
     assert service.factory.choose("OAuth callback") == "merged"
     assert service.semantic_problem is None
     assert len(attempts) == 2
+
+
+def test_records_damaged_mid_file_are_one_line_and_lexical_search_goes_on(vault_dir: Path) -> None:
+    assert _run("index", "--vault", str(vault_dir), "--embeddings", "fake:16").returncode == 0
+    records = vault_dir / ".vaultsearch" / "semantic" / "records.sqlite3"
+    with records.open("r+b") as damaged:  # what a disk error or a half-synced page leaves
+        damaged.seek(records.stat().st_size // 2)
+        damaged.write(bytes(range(256)) * 64)
+    searched = _run("search", "--vault", str(vault_dir), "--json", "OAuth")
+    assert searched.returncode == 0
+    assert json.loads(searched.stdout)["documents"]
+    assert "Traceback" not in searched.stderr
+    indexed = _run("index", "--vault", str(vault_dir))
+    assert "Indexed" in indexed.stdout  # the lexical index is saved all the same
+    assert indexed.returncode == 2
+    assert "Traceback" not in indexed.stderr
+    assert len(indexed.stderr.strip().splitlines()) == 1
+    assert "damaged" in indexed.stderr
+    assert "delete" in indexed.stderr

@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
+
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -107,7 +109,7 @@ class IndexRecords:
             )
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
-            self._db = db
+            self._db = _Checked(db, path)
             stored = self.get_meta("schema")
             if stored is None:
                 self.set_meta("schema", str(SCHEMA_VERSION))
@@ -263,6 +265,46 @@ class IndexRecords:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+
+class _Checked:
+    """The records' connection, whose damage is one line with the fix, not a traceback.
+
+    A records file damaged after it opened (a disk error, a sync tool writing half a page)
+    fails on some later statement with `sqlite3.DatabaseError` ("database disk image is
+    malformed"): that becomes `SemanticIndexUnavailable`, which the facade reports in one
+    line while lexical search goes on. Locking and constraint errors (its subclasses) are
+    not damage and pass through.
+    """
+
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self._db = db
+        self._path = path
+
+    def execute(self, sql: str, parameters: Sequence[object] = ()) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(sql, parameters)
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is not sqlite3.DatabaseError:
+                raise  # locked, a constraint: not damage
+            raise self._damaged(exc) from exc
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> sqlite3.Cursor:
+        try:
+            return self._db.executemany(sql, rows)
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is not sqlite3.DatabaseError:
+                raise
+            raise self._damaged(exc) from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _damaged(self, exc: sqlite3.DatabaseError) -> SemanticIndexUnavailable:
+        return SemanticIndexUnavailable(
+            f"the vector index records {self._path} are damaged ({exc}): delete"
+            f" {self._path.parent} and run `vaultsearch index --embeddings SPEC` to rebuild"
+        )
 
 
 def _record(row: tuple[object, ...]) -> NoteRecord:
