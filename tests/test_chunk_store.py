@@ -173,3 +173,21 @@ def test_export_writes_the_vaults_chunks_with_their_ids_and_metadata(tmp_path: P
     assert first.metadata["chunk_index"] == 0
     assert first.text.startswith("\n\nNOTE TITLE: [[PostgreSQL Indexing]]")
     assert not list((tmp_path / "out").glob("*.tmp"))
+
+
+def test_a_link_to_a_file_outside_the_folder_is_not_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    outside = tmp_path / "secret.jsonl"
+    outside.write_text(json.dumps({"id": "s-1", "text": "walrus passwords"}) + "\n")
+    folder = tmp_path / "store"
+    folder.mkdir()
+    (folder / "own.jsonl").write_text(json.dumps({"id": "o-1", "text": "own chunk"}) + "\n")
+    (folder / "inside-link.jsonl").symlink_to(folder / "own.jsonl")
+    (folder / "link.jsonl").symlink_to(outside)
+    store = JsonlChunkStore(folder)
+    with caplog.at_level(logging.WARNING):
+        names = [path.name for path in store.files()]
+        store.files()
+    assert names == ["inside-link.jsonl", "own.jsonl"]
+    assert caplog.text.count("links outside the chunk folder") == 1

@@ -107,17 +107,28 @@ class JsonlChunkStore:
             raise FileNotFoundError(msg)
         self.root = folder.resolve()
         self.problems: list[StoreProblem] = []
+        self._outside: set[Path] = set()  # links out of the folder, reported once each
         self._watcher: FolderWatcher | None = None
         self._watching = watch
         self._watched_stamps: list[FileStamp] | None = None
         self._watch_lock = threading.Lock()
 
     def files(self) -> list[Path]:
-        """The store's files, sorted, so ids that repeat across files resolve the same way."""
+        """The store's files, sorted, so ids that repeat across files resolve the same way.
+
+        A link to a file outside the folder is not the store's, as a vault skips notes
+        linked from outside it: whoever can write the folder could otherwise make every
+        search read any file this process can.
+        """
         found = []
         for path in self.root.rglob(STORE_PATTERN):
             relative = path.relative_to(self.root)
             if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+                continue
+            if path.is_symlink() and not path.resolve().is_relative_to(self.root):
+                if relative not in self._outside:
+                    self._outside.add(relative)
+                    logger.warning("Skipping %s: it links outside the chunk folder", relative)
                 continue
             found.append(path)
         return sorted(found, key=lambda p: p.relative_to(self.root).as_posix())
