@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -98,3 +100,18 @@ def test_a_saved_index_naming_paths_outside_the_vault_adopts_only_the_inside_one
     vault = Vault(tmp_path, watch=False)
     assert vault.adopt(saved) == len(inside)
     assert saved.live_paths() == inside
+
+
+@pytest.mark.skipif(os.sep != "/", reason="a backslash cannot be in a name on Windows")
+def test_a_name_with_a_backslash_is_skipped_once_not_listed_unreadable(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Listed but unreadable before: its path read as back/slash.md, a note that is not there.
+    root = write_vault(tmp_path / "vault", {"back\\slash.md": "quokka", "plain.md": "wombat"})
+    vault = Vault(root, watch=False)
+    with caplog.at_level(logging.WARNING):
+        vault.refresh()
+        vault.refresh()
+    assert sorted(vault.notes) == ["plain.md"]
+    assert caplog.text.count("a backslash in a name reads as a folder") == 1
+    assert TieredLexicalRetriever(vault=vault).invoke("wombat")

@@ -170,6 +170,7 @@ class Vault:
         self._walk_needed = True
         self._polled_notes: set[str] = set()
         self._stat_all = False
+        self._unaddressable: set[str] = set()  # names with a backslash, reported once each
         self.tag_catalog = TagCatalog(self)
         """The tags the notes carry (counted once per version; see `TagCatalog`)."""
 
@@ -543,6 +544,13 @@ class Vault:
             if name.startswith(".") and not self.include_hidden:
                 continue
             rel = f"{rel_dir}/{name}" if rel_dir else name
+            if "\\" in name and os.sep == "/":
+                # A vault path reads `\` as a folder separator (a Windows path, a link typed
+                # on Windows), so such a note could be listed but never read: skip it, once.
+                if rel not in self._unaddressable:
+                    self._unaddressable.add(rel)
+                    logger.warning("Skipping %s: a backslash in a name reads as a folder", rel)
+                continue
             try:
                 is_link = entry.is_symlink()
                 if is_link and not self._inside_root(os.path.realpath(entry.path)):
