@@ -228,6 +228,14 @@ def _rewrite(path: Path, **members: bytes) -> None:
             archive.writestr(name, data)
 
 
+def _saved_index(tmp_path: Path) -> tuple[JsonlChunkStore, Path]:
+    """A store of 30 random chunks and its index saved beside it, for damaging."""
+    store = JsonlChunkStore(write_store(tmp_path / "store", random_texts(30)))
+    path = tmp_path / "keyword-index.npz"
+    KeywordIndex.build(store, "unicode").save(path)
+    return store, path
+
+
 @pytest.mark.parametrize(
     "damage",
     ["not-a-zip", "nested-header", "bad-dtype", "doc-out-of-range", "forged-lengths"],
@@ -235,10 +243,7 @@ def _rewrite(path: Path, **members: bytes) -> None:
 def test_a_damaged_or_forged_index_is_logged_removed_and_rebuilt(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    folder = write_store(tmp_path / "store", random_texts(30))
-    store = JsonlChunkStore(folder)
-    path = tmp_path / "keyword-index.npz"
-    KeywordIndex.build(store, "unicode").save(path)
+    store, path = _saved_index(tmp_path)
     header = json.loads(zipfile.ZipFile(path).read(HEADER))
     if damage == "not-a-zip":
         path.write_bytes(b"garbage")
@@ -316,10 +321,7 @@ def test_a_saved_file_list_naming_files_outside_the_store_is_refused(
 def test_saved_arrays_that_would_break_scoring_or_reading_are_refused(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    folder = write_store(tmp_path / "store", random_texts(30))
-    store = JsonlChunkStore(folder)
-    path = tmp_path / "keyword-index.npz"
-    KeywordIndex.build(store, "unicode").save(path)
+    store, path = _saved_index(tmp_path)
     with np.load(path) as data:
         arrays = {name: data[name].copy() for name in ("tfidf_weights", "lengths", "lines")}
     if damage == "nan-weights":
