@@ -10,6 +10,7 @@ it, each of these made every later command on the vault exit 2, `--mode lexical`
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,24 @@ def test_records_damaged_mid_file_are_one_line_and_lexical_search_goes_on(vault_
     assert len(indexed.stderr.strip().splitlines()) == 1
     assert "damaged" in indexed.stderr
     assert "delete" in indexed.stderr
+
+
+@pytest.mark.parametrize("damage", ["lock-is-a-folder", "junk-vector-ids", "null-vector-ids"])
+def test_forged_or_odd_index_files_are_one_line(vault_dir: Path, damage: str) -> None:
+    VaultSearch(vault_dir, embeddings="fake:16", watch=False).index()
+    home = vault_dir / ".vaultsearch" / "semantic"
+    if damage == "lock-is-a-folder":
+        (home / "records.lock").unlink(missing_ok=True)
+        (home / "records.lock").mkdir()
+    else:
+        value = "{not json" if damage == "junk-vector-ids" else "null"
+        with sqlite3.connect(home / "records.sqlite3") as db:
+            db.execute("UPDATE notes SET vector_ids = ?", (value,))
+    service = VaultSearch(vault_dir, watch=False)
+    assert service.search("OAuth callback", k=3)  # lexical results, whatever the index
+    # A changed note makes the refresh write: it meets the damage, and says so in a line.
+    (vault_dir / "Projects" / "Beta" / "Notes.md").write_text("# Beta\n\nNow about zebras.\n")
+    summary = service.index()
+    assert summary.saved_to is not None
+    assert summary.semantic_problem is not None
+    assert "\n" not in summary.semantic_problem

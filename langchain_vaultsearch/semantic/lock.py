@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
+
 _RETRY_S = 0.05
 """How often a writer waiting for readers to close the store tries again."""
 
@@ -40,8 +42,7 @@ def lock_file(path: Path) -> IO[str]:
     """Open and `flock` the lock file; raise `IndexLockedError` when another process has it."""
     import fcntl
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = path.open("a+", encoding="utf-8")
+    handle = _open_lock(path)
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -109,8 +110,7 @@ class ClientsLock:
         import fcntl
 
         self._closed = False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("a+", encoding="utf-8")
+        handle = _open_lock(path)
         stat = os.fstat(handle.fileno())
         self._key = (stat.st_dev, stat.st_ino)
         with self._holds_lock:
@@ -182,3 +182,16 @@ class ClientsLock:
                 return
             del self._holds[self._key]
             handle.close()
+
+
+def _open_lock(path: Path) -> IO[str]:
+    """A lock file, open; one line with the fix when a folder or a file is in the way.
+
+    A read-only folder stays an `OSError`: its callers say what that means for them.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open("a+", encoding="utf-8")
+    except (IsADirectoryError, NotADirectoryError) as exc:
+        msg = f"cannot open the vector index's lock file {path} ({exc.strerror}): delete it"
+        raise SemanticIndexUnavailable(msg) from exc

@@ -312,6 +312,26 @@ def _record(row: tuple[object, ...]) -> NoteRecord:
     return NoteRecord(
         path=str(path),
         text_hash=None if digest is None else str(digest),
-        vector_ids=tuple(json.loads(str(ids))),
-        pending_ids=() if pending is None else tuple(json.loads(str(pending))),
+        vector_ids=_ids(ids, path),
+        pending_ids=() if pending is None else _ids(pending, path),
     )
+
+
+def _ids(stored: object, path: object) -> tuple[str, ...]:
+    """A record's vector ids, which must be a JSON list of strings.
+
+    The records file lives inside the vault, so anyone who can write a note can write
+    it: anything else is damage, reported in one line, not a traceback deep in a refresh.
+    """
+    try:
+        ids = json.loads(str(stored))
+    except ValueError:
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(item, str) for item in ids):
+        msg = (
+            f"the vector index records are damaged (the vector ids of {path} are not a list"
+            " of strings): delete the index folder and run `vaultsearch index --embeddings"
+            " SPEC` to rebuild"
+        )
+        raise SemanticIndexUnavailable(msg)
+    return tuple(ids)
