@@ -153,40 +153,22 @@ class JsonlChunkStore:
         if not self._watching:
             return self.stamps()
         with self._watch_lock:
-            if self._watcher is None:
-                self._watcher = FolderWatcher.open(self.root, suffixes=(STORE_SUFFIX,))
-                self._watched_stamps = None
             watcher = self._watcher
-            if watcher is None:
-                self._watching = False
-                return self.stamps()
-            changes = watcher.drain()
-            unchanged = changes is not None and not self._concerns_listing(changes)
-            if unchanged and self._watched_stamps is not None:
-                return self._watched_stamps
-            if changes is None:  # events were lost: a new watcher, and a full look
-                watcher.close()
-                self._watcher = None
-                return self._rewatched_stamps()
-            if not self._watch_folders(watcher):
-                watcher.close()
+            changes = None if watcher is None else watcher.drain()
+            kept = self._watched_stamps
+            if changes is not None and kept is not None and not self._concerns_listing(changes):
+                return kept
+            if watcher is None or changes is None:  # the first look, or events were lost
+                if watcher is not None:
+                    watcher.close()
+                watcher = self._watcher = FolderWatcher.open(self.root, suffixes=(STORE_SUFFIX,))
+            if watcher is None or not self._watch_folders(watcher):
+                if watcher is not None:
+                    watcher.close()
                 self._watcher, self._watching = None, False
                 return self.stamps()
             self._watched_stamps = self.stamps()
             return self._watched_stamps
-
-    def _rewatched_stamps(self) -> list[FileStamp]:
-        """A new watcher and a full look, with the lock held (the old one lost events)."""
-        watcher = self._watcher = FolderWatcher.open(
-            self.root, suffixes=(STORE_PATTERN.lstrip("*"),)
-        )
-        if watcher is None or not self._watch_folders(watcher):
-            if watcher is not None:
-                watcher.close()
-            self._watcher, self._watching = None, False
-            return self.stamps()
-        self._watched_stamps = self.stamps()
-        return self._watched_stamps
 
     def _concerns_listing(self, changes: FolderChanges) -> bool:
         """Whether a change can touch what `files()` lists: not only dot-folders' entries.
