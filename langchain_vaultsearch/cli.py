@@ -50,6 +50,15 @@ DEFAULT_CHAT_MODEL = "gpt-4.1-mini"
 
 DEFAULT_MCP_PORT = 8000
 """The port `create_mcp_server` is given when the server runs on stdio (unused there)."""
+DAMAGE_LOGGERS = (
+    "langchain_vaultsearch.safe_archive",
+    "langchain_vaultsearch.search.index_cache",
+    "langchain_vaultsearch.chunk_store.keyword_index",
+)
+"""Loggers whose warnings (a saved index refused or rebuilt) print without --verbose: they
+explain a slow command or a changed result; notes' own warnings wait for --verbose."""
+EXPANDER_LOGGER = "langchain_vaultsearch.expansion.expander"
+"""Whoever asks for `--expand` hears why it fell back, even without --verbose."""
 
 
 class UsageError(Exception):
@@ -236,13 +245,31 @@ def _add_chat_model_argument(parser: argparse.ArgumentParser, user: str) -> None
     )
 
 
+def _configure_logging(args: argparse.Namespace) -> None:
+    """Warnings on stderr: all of them with --verbose, else only those that explain a result.
+
+    The choice is a filter on the handler this command adds, not a level set on the
+    package's loggers, so a program that calls `main` keeps its own logging as it was.
+    """
+    root = logging.getLogger()
+    before = list(root.handlers)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.verbose:
+        return
+    shown = {*DAMAGE_LOGGERS, *([EXPANDER_LOGGER] if getattr(args, "expand", False) else [])}
+
+    def without_verbose(record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR or record.name in shown
+
+    for handler in root.handlers:
+        if handler not in before:
+            handler.addFilter(without_verbose)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (2 for bad arguments, 1 for a failed model)."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING if args.verbose else logging.ERROR,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    _configure_logging(args)
     if hasattr(args, "k") and not 1 <= args.k <= 100:
         print(f"vaultsearch: --k must be between 1 and 100, got {args.k}", file=sys.stderr)
         return 2
@@ -311,9 +338,6 @@ def _search(args: argparse.Namespace) -> int:
         return _search_chunks(args)
     if args.filter:
         raise UsageError("--filter applies to --chunks searches")
-    if args.expand:
-        # Whoever asks for expansion hears why it fell back, even without --verbose.
-        logging.getLogger("langchain_vaultsearch.expansion.expander").setLevel(logging.WARNING)
     query = " ".join(args.query)
     expander = None
     if args.expand:
@@ -402,6 +426,10 @@ def _search_chunks(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     documents = retriever.invoke(query, k=args.k, filters=filters)
     _print_results(args, query, documents, args.chunks)
+    skipped = retriever.problems
+    if skipped and not args.verbose:
+        more = f" and {len(skipped) - 1:,} more (--verbose lists them)" if len(skipped) > 1 else ""
+        print(f"vaultsearch: skipped {skipped[0]}{more}", file=sys.stderr)
     return 0
 
 

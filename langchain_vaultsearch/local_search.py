@@ -35,6 +35,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
+from langchain_vaultsearch.cancellation import raise_if_cancelled
 from langchain_vaultsearch.context.builder import (
     ContextOptions,
     LocalSearchContext,
@@ -167,6 +168,7 @@ def local_search(
     found = run.filter_retriever.run(run.plan, now=now)
     searched: list[Document] = []
     if run.retriever is not None:
+        raise_if_cancelled()
         searched = run.retriever.invoke(run.plan.query, config, **run.retriever_kwargs)
     return run.result(found, searched)
 

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_core.documents import Document
 
+from langchain_vaultsearch.cancellation import run_cancellable
 from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K
 from langchain_vaultsearch.query_plan import SEARCH_MODES, SearchMode
 from langchain_vaultsearch.semantic.embeddings import require_extra
@@ -46,6 +50,9 @@ NOTE_CHARS = 100_000
 """The most of one note `read_note` returns (a model's context is finite)."""
 TOOL_DEADLINE_S = 60.0
 """The longest a tool call may take (a large vault's first scan included) before it errs."""
+SEARCH_THREADS = 4
+"""Searches that run at once; lookups (`status`, `read_note`, `list_tags`) have their own
+two threads, so they answer even while every search thread is busy."""
 TOKEN_VARIABLE = "VAULTSEARCH_MCP_TOKEN"  # noqa: S105 - the variable's name, not a secret
 """Where `vaultsearch mcp` reads the bearer token HTTP clients must send."""
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -101,6 +108,10 @@ def create_mcp_server(
         auth = {"auth": _auth_settings(host, port), "token_verifier": _StaticToken(token)}
     server_mode = mode
     functions: list[Callable[..., Any]] = []
+    searching = partial(
+        _call, ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="vaultsearch-search")
+    )
+    looking_up = partial(_call, ThreadPoolExecutor(2, thread_name_prefix="vaultsearch-lookup"))
 
     def tool(function: _F) -> _F:
         functions.append(function)
@@ -124,7 +135,7 @@ def create_mcp_server(
                 "#project/alpha").
             time_range: only notes with a date in this period ("last week", "2024-03").
         """
-        documents = await _call(
+        documents = await searching(
             service.search,
             query,
             mode=_mode(mode, server_mode),
@@ -150,7 +161,9 @@ def create_mcp_server(
             mode: auto, lexical, semantic, merged or hybrid (default: the server's).
         """
         chosen = _mode(mode, server_mode)
-        built = await _call(service.context, question, mode=chosen, time_range=time_range, k=top_n)
+        built = await searching(
+            service.context, question, mode=chosen, time_range=time_range, k=top_n
+        )
         return built.text
 
     @tool
@@ -160,7 +173,7 @@ def create_mcp_server(
         Args:
             path: vault-relative, e.g. "Engineering/PostgreSQL Indexing.md".
         """
-        note = await _call(service.note, path)
+        note = await looking_up(service.note, path)
         if note is None:
             msg = f"no note {path!r} in the vault (paths are vault-relative, with .md)"
             raise _tool_error(msg)
@@ -172,12 +185,12 @@ def create_mcp_server(
     @tool
     async def list_tags() -> dict[str, int]:
         """Every tag in the vault with how many notes carry it, most used first."""
-        return await _call(service.tags)
+        return await looking_up(service.tags)
 
     @tool
     async def status() -> dict[str, Any]:
         """What is indexed: notes, the lexical index, the vector index and its health."""
-        return await _call(service.status)
+        return await looking_up(service.status)
 
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
     return FastMCP(
@@ -273,24 +286,36 @@ class _StaticToken:
         return None
 
 
-async def _call(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:  # noqa: ANN401
+async def _call(
+    pool: Executor,
+    function: Callable[..., _T],
+    *args: Any,  # noqa: ANN401
+    **kwargs: Any,  # noqa: ANN401
+) -> _T:
     """Run a blocking service call in a worker thread, within `TOOL_DEADLINE_S`.
 
     A bad argument or a semantic side that cannot run becomes a tool error: a
     `ToolError`'s text is what the client reads, and any other exception would reach it
     as a bare failure (or a traceback), which leaves the model guessing. A call past its
-    deadline answers the client with an error instead of holding it; the thread cannot
-    be stopped, but every call is bounded (queries are cut to 1,000 characters first).
+    deadline answers the client with an error instead of holding it, and a call whose
+    client went (a cancellation, a closed session) is not waited for; either way the
+    search is flagged, so its thread stops at the pipeline's next stage instead of
+    holding a worker (a thread cannot be killed).
     """
+    flag = threading.Event()
+    work = partial(run_cancellable, flag, function, *args, **kwargs)
     try:
-        return await asyncio.wait_for(
-            asyncio.to_thread(function, *args, **kwargs), timeout=TOOL_DEADLINE_S
-        )
+        running = asyncio.get_running_loop().run_in_executor(pool, work)
+        return await asyncio.wait_for(running, timeout=TOOL_DEADLINE_S)
     except (ValueError, SemanticIndexUnavailable) as exc:
         raise _tool_error(str(exc)) from exc
     except asyncio.TimeoutError as exc:  # not yet the builtin TimeoutError on Python 3.10
+        flag.set()
         msg = f"the vault did not answer within {TOOL_DEADLINE_S:.0f} s; try a narrower query"
         raise _tool_error(msg) from exc
+    except asyncio.CancelledError:
+        flag.set()
+        raise
 
 
 def _tool_error(message: str) -> Exception:

@@ -28,6 +28,7 @@ from langchain_core.prompts import BasePromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 
+from langchain_vaultsearch.cancellation import raise_if_cancelled
 from langchain_vaultsearch.chunk_store.export import ExportReport, export_vault_chunks
 from langchain_vaultsearch.context.builder import ContextOptions, LocalSearchContext
 from langchain_vaultsearch.documents import note_document
@@ -49,6 +50,7 @@ from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.search.index_cache import CACHE_FOLDER
 from langchain_vaultsearch.semantic.index import IndexProgress, RefreshReport, VaultIndex
+from langchain_vaultsearch.semantic.records import holds_records
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
 from langchain_vaultsearch.vault.vault import Vault
 
@@ -170,7 +172,7 @@ class VaultSearch:
             else self.vault.root / CACHE_FOLDER / "semantic"
         )
         wanted = embeddings is not None or chroma_host is not None or rebuild
-        self._semantic_wanted = wanted or (home / "records.sqlite3").exists()
+        self._semantic_wanted = wanted or holds_records(home / "records.sqlite3")
         self._semantic: VaultIndex | None = None
         self._semantic_error: Exception | None = None
         self._failed_at = -math.inf
@@ -308,6 +310,7 @@ class VaultSearch:
         """
         plan = plan_query(query, k=k, mode=mode, available=self._vault_tags)
         retriever = self._retriever_for(plan)
+        raise_if_cancelled()
         if not tags and time_range is None:
             return retriever.invoke(query, k=k)
         wanted = frozenset(tag_filters("", [f"#{tag.lstrip('#')}" for tag in tags or ()]))
@@ -333,9 +336,9 @@ class VaultSearch:
         options: ContextOptions | None = None,
     ) -> LocalSearchContext:
         """The XML context a chat model would answer the question from, with its sources."""
-        return self.local_search(question, mode=mode, time_range=time_range, k=k).build_context(
-            options
-        )
+        found = self.local_search(question, mode=mode, time_range=time_range, k=k)
+        raise_if_cancelled()
+        return found.build_context(options)
 
     def local_search(
         self,

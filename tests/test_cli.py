@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -446,3 +447,36 @@ def test_index_says_how_many_texts_it_will_embed_and_counts_them(
     first = next(line for line in err.splitlines() if "texts of" in line)
     assert re.match(r"vaultsearch: \d+ texts of \d+ changed notes to embed", first)
     assert "text/s" in err or "texts/s" in err or "s/text" in err  # tqdm's rate, in texts
+
+
+def test_skipped_chunk_lines_are_one_line_without_verbose(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    good = {"id": "a", "text": "estimated tax form", "metadata": {}}
+    lines = [json.dumps(good), "{not json", '{"id": "b"}', "[1, 2]"]
+    (store / "c.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    assert main(["search", "--chunks", str(store), "tax"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("vaultsearch: skipped c.jsonl:2: ")
+    assert "and 2 more (--verbose lists them)" in err[0]
+
+
+def test_a_refused_saved_index_is_said_without_verbose(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    good = {"id": "a", "text": "estimated tax form", "metadata": {}}
+    (store / "c.jsonl").write_text(json.dumps(good), encoding="utf-8")
+    command = [str(Path(sys.executable).with_name("vaultsearch")), "search", "--chunks"]
+    command += [str(store), "tax"]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    assert first.stderr == ""
+    saved = store / ".vaultsearch" / "keyword-index.npz"
+    saved.write_bytes(b"PK\x03\x04 not really a zip")
+    second = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    assert "c.jsonl" in second.stdout
+    [line] = second.stderr.strip().splitlines()
+    assert "Ignoring the keyword index" in line
+    assert "removed; it is rebuilt" in line

@@ -7,6 +7,7 @@ import contextlib
 import os
 import socket
 import subprocess
+import threading
 import sys
 import time
 from collections.abc import Iterator
@@ -289,3 +290,134 @@ def test_naming_an_excluded_note_does_not_reach_it_through_any_tool(vault_dir: P
         result = service.local_search(question)
         assert all("zebra" not in doc.page_content for doc in result.documents), question
     assert service.note("Private/diary.md") is None
+
+
+class _Outcomes:
+    """What each tool call's worker thread ended with, as `run_cancellable` saw it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from langchain_vaultsearch import mcp_server
+
+        self.ended: list[str] = []
+        self.done = threading.Event()
+        real = mcp_server.run_cancellable
+
+        def recording(*args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+            try:
+                result = real(*args, **kwargs)
+            except Exception as exc:
+                self.ended.append(type(exc).__name__)
+                raise
+            else:
+                self.ended.append("finished")
+                return result
+            finally:
+                self.done.set()
+
+        monkeypatch.setattr(mcp_server, "run_cancellable", recording)
+
+
+def _slow_filter(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[str]:
+    """Make the filter stage take `seconds`; returns the queries the main search then ran."""
+    from langchain_vaultsearch.filters import FilterRetriever
+    from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
+
+    real_run = FilterRetriever.run
+    searched: list[str] = []
+
+    def slow_run(self: FilterRetriever, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        time.sleep(seconds)
+        return real_run(self, *args, **kwargs)
+
+    real_get = TieredLexicalRetriever._get_relevant_documents
+
+    def spying_get(self: TieredLexicalRetriever, query: str, **kwargs: Any) -> Any:  # noqa: ANN401
+        searched.append(query)
+        return real_get(self, query, **kwargs)
+
+    monkeypatch.setattr(FilterRetriever, "run", slow_run)
+    monkeypatch.setattr(TieredLexicalRetriever, "_get_relevant_documents", spying_get)
+    return searched
+
+
+def test_a_search_past_its_deadline_stops_at_its_next_stage(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    from langchain_vaultsearch import mcp_server
+
+    service = VaultSearch(vault_dir, watch=False)
+    service.search("warm the lexical index up")  # so the slow stage is the only slow one
+    outcomes = _Outcomes(monkeypatch)
+    searched = _slow_filter(monkeypatch, 0.8)
+    monkeypatch.setattr(mcp_server, "TOOL_DEADLINE_S", 0.2)
+
+    async def call() -> Any:  # noqa: ANN401
+        server = create_mcp_server(service, mode="lexical")
+        async with create_connected_server_and_client_session(server) as session:
+            return await session.call_tool("local_search", {"question": "oauth tokens"})
+
+    result = asyncio.run(call())
+    assert result.isError
+    assert "did not answer within" in result.content[0].text
+    assert outcomes.done.wait(5)
+    assert outcomes.ended == ["SearchCancelled"]
+    assert searched == []  # the search after the slow filter never ran
+
+
+def test_a_search_whose_client_went_stops_at_its_next_stage(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    service = VaultSearch(vault_dir, watch=False)
+    service.search("warm the lexical index up")
+    outcomes = _Outcomes(monkeypatch)
+    searched = _slow_filter(monkeypatch, 0.8)
+
+    async def call_then_leave() -> None:
+        server = create_mcp_server(service, mode="lexical")
+        async with create_connected_server_and_client_session(server) as session:
+            calling = asyncio.ensure_future(
+                session.call_tool("local_search", {"question": "oauth tokens"})
+            )
+            await asyncio.sleep(0.3)
+            calling.cancel()  # the client gives up and closes its session
+            with contextlib.suppress(asyncio.CancelledError):
+                await calling
+
+    asyncio.run(call_then_leave())
+    assert outcomes.done.wait(5)
+    assert outcomes.ended == ["SearchCancelled"]
+    assert searched == []
+
+
+def test_lookups_answer_while_every_search_thread_is_busy(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    from langchain_vaultsearch import mcp_server
+
+    service = VaultSearch(vault_dir, watch=False)
+    service.status()
+    _slow_filter(monkeypatch, 3.0)
+
+    async def status_among_searches() -> tuple[Any, float]:
+        server = create_mcp_server(service, mode="lexical")
+        async with create_connected_server_and_client_session(server) as session:
+            searches = [
+                asyncio.ensure_future(session.call_tool("local_search", {"question": f"q {n}"}))
+                for n in range(mcp_server.SEARCH_THREADS + 4)
+            ]
+            await asyncio.sleep(0.3)
+            started = time.monotonic()
+            status = await session.call_tool("status", {})
+            waited = time.monotonic() - started
+            await asyncio.gather(*searches)
+            return status, waited
+
+    status, waited = asyncio.run(status_among_searches())
+    assert not status.isError
+    assert waited < 2.0  # not behind the searches, each of which holds a thread for 3 s

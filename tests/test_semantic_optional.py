@@ -173,6 +173,31 @@ def test_records_damaged_mid_file_are_one_line_and_lexical_search_goes_on(vault_
     assert len(indexed.stderr.strip().splitlines()) == 1
     assert "damaged" in indexed.stderr
     assert "delete" in indexed.stderr
+    # A rebuild replaces the damaged file; without the model it says which to give.
+    unnamed = _run("index", "--vault", str(vault_dir), "--rebuild")
+    assert unnamed.returncode == 2
+    assert "Traceback" not in unnamed.stderr
+    assert "--embeddings SPEC --rebuild" in unnamed.stderr
+    assert "'fake:16'" in unnamed.stderr
+    rebuilt = _run("index", "--vault", str(vault_dir), "--embeddings", "fake:16", "--rebuild")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    semantic = _run("search", "--vault", str(vault_dir), "--mode", "semantic", "--json", "OAuth")
+    assert semantic.returncode == 0, semantic.stderr
+    assert json.loads(semantic.stdout)["documents"]
+    assert IndexRecords(records).damage() is None
+
+
+def test_a_zero_byte_records_file_is_no_index(vault_dir: Path) -> None:
+    records = vault_dir / ".vaultsearch" / "semantic" / "records.sqlite3"
+    records.parent.mkdir(parents=True)
+    records.touch()  # what `touch` or an interrupted copy leaves
+    assert _works_lexically(vault_dir)["semantic"] is None
+    assert records.stat().st_size == 0  # looking did not turn it into a records database
+    indexed = _run("index", "--vault", str(vault_dir), "--embeddings", "fake:16")
+    assert indexed.returncode == 0, indexed.stderr
+    semantic = _run("search", "--vault", str(vault_dir), "--mode", "semantic", "--json", "OAuth")
+    assert semantic.returncode == 0, semantic.stderr
+    assert json.loads(semantic.stdout)["documents"]
 
 
 @pytest.mark.parametrize("damage", ["lock-is-a-folder", "junk-vector-ids", "null-vector-ids"])

@@ -40,6 +40,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 
+from langchain_vaultsearch.cancellation import raise_if_cancelled
 from langchain_vaultsearch.documents import chunk_document, document_score, result_order
 from langchain_vaultsearch.filters import latest_note_date
 from langchain_vaultsearch.search.chunk_cache import read_chunks
@@ -147,13 +148,16 @@ class HybridStages:
         now: datetime | None = None,
     ) -> list[Document]:
         """Run the stages over a fused list and cut it to `top_n`, the best at 1.0."""
+        raise_if_cancelled()
         ranked = sorted(docs, key=result_order)
         if self.graph is not None and ranked:
             ranked = _with_neighbours(ranked, vault, self.graph)
+            raise_if_cancelled()
         if self.recency is not None:
             ranked = _with_recency(ranked, vault, self.recency, now or datetime.now().astimezone())
         ranked.sort(key=result_order)
         if self.reranker is not None:
+            raise_if_cancelled()
             ranked = _reranked(
                 ranked, query, self.reranker, self.rerank_top_n, self.rerank_timeout_s
             )

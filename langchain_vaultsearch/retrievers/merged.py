@@ -24,6 +24,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
+from langchain_vaultsearch.cancellation import SearchCancelled, raise_if_cancelled
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_expansion
 from langchain_vaultsearch.fusion.hybrid import HybridStages, top_k_for
 from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, fuse
@@ -154,8 +155,11 @@ class MergedSemanticRetriever(BaseRetriever):
         lexical = self._lexical().invoke(
             query, config, k=each, salient_terms=list(salient_terms or ())
         )
+        raise_if_cancelled()
         try:
             semantic = self._semantic.invoke(query, config, k=each)
+        except SearchCancelled:
+            raise
         except Exception as exc:
             semantic = _without_semantic(query, exc)
         return self._fuse(query, lexical, semantic, limit)
@@ -177,6 +181,8 @@ class MergedSemanticRetriever(BaseRetriever):
         )
         if isinstance(lexical, BaseException):
             raise lexical
+        if isinstance(semantic, SearchCancelled):
+            raise semantic
         if isinstance(semantic, BaseException):
             semantic = _without_semantic(query, semantic)
         return self._fuse(query, lexical, semantic, limit)
@@ -186,6 +192,7 @@ class MergedSemanticRetriever(BaseRetriever):
     ) -> list[Document]:
         # The query's own words (not an LLM's expansion): how much of what the user typed
         # lexical search found is what its weight should follow.
+        raise_if_cancelled()
         terms = fallback_expansion(query).salient_terms
         fused = fuse(
             lexical,

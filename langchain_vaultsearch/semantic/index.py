@@ -76,7 +76,7 @@ from langchain_vaultsearch.semantic.lock import (
     holder,
     lock_file,
 )
-from langchain_vaultsearch.semantic.records import IndexRecords, text_hash
+from langchain_vaultsearch.semantic.records import IndexRecords, holds_records, text_hash
 from langchain_vaultsearch.semantic.store_search import (
     asimilarity,
     best_per_chunk,
@@ -334,7 +334,9 @@ class VaultIndex:
         self._concepts: ConceptVocabulary | None = None
         self._concepts_lock = threading.Lock()
         chroma_folder = None if vectorstore is not None or remote else home / "chroma"
-        records = _open_records(path) if path.exists() else None
+        records, stored = _existing_records(
+            path, rebuild=rebuild, model_given=embeddings is not None
+        )
         # What this open may create, to be removed if it fails: the vault stays as it was.
         created = _missing(
             [chroma_folder] if chroma_folder is not None else [],
@@ -349,7 +351,6 @@ class VaultIndex:
         owned = False  # whether this open holds the writer: only then may it remove files
         writing = contextlib.ExitStack()
         try:
-            stored = None if records is None else records.get_meta("model")
             if embeddings is None:
                 # The index's own folder, or just the records when they live elsewhere.
                 disposable = home if path.parent == home else path
@@ -361,10 +362,12 @@ class VaultIndex:
                 # writer, so no other process opens a store being made or emptied.
                 if records is not None:
                     _check_writable(records)
+                elif path.exists() and not os.access(path.parent, os.W_OK):
+                    raise SemanticIndexUnavailable(_read_only_records(path))
                 writing.enter_context(self._exclusive())
                 owned = True
-                if records is None and path.exists():  # made by another process meanwhile
-                    records = _open_records(path)
+                if records is None and holds_records(path) and not rebuild:
+                    records = _open_records(path)  # made by another process meanwhile
                     created = [p for p in created if not p.exists()]
                 stored = None if records is None else records.get_meta("model")
             model: Embeddings | Callable[[], Embeddings]
@@ -391,6 +394,10 @@ class VaultIndex:
                 model = model if isinstance(model, Embeddings) else model()
                 dimension = _first_dimension(model, self.model_id)
             if records is None:
+                if path.exists():
+                    # Only now that the model works: a damaged file a rebuild replaces,
+                    # or a 0-byte one, which holds nothing.
+                    _delete_records(path)
                 records = _open_records(path)
             self.records = records
             self.multilingual = (
@@ -910,6 +917,68 @@ class VaultIndex:
             self._clients.close()
 
 
+def _existing_records(
+    path: Path, *, rebuild: bool, model_given: bool
+) -> tuple[IndexRecords | None, str | None]:
+    """The records file already there and the model it records, if any.
+
+    A rebuild replaces the file, so one too damaged to read is no obstacle to it: the
+    rebuild goes on as for a new index, provided it is told the model (a damaged file
+    may not say which). A 0-byte file (`touch`, an interrupted copy) holds no index.
+
+    Raises:
+        SemanticIndexUnavailable: the file cannot be used, and this is not a rebuild
+            that can replace it.
+    """
+    if not holds_records(path):
+        return None, None
+    records: IndexRecords | None = None
+    spec = None
+    try:
+        records = _open_records(path)
+        stored = records.get_meta("model")
+        spec = records.get_meta("embedding_spec")
+        problem = records.damage() if rebuild else None
+        if problem is None:
+            return records, stored
+        raise SemanticIndexUnavailable(f"the vector index records {path} are damaged ({problem})")
+    except SemanticIndexUnavailable as exc:
+        if records is not None:
+            records.close()
+        if not rebuild:
+            raise
+        if not model_given:
+            built = "" if spec is None else f" (it was built with {spec[:100]!r})"
+            msg = (
+                f"{exc}; a rebuild replaces it once told the model{built}: "
+                "`vaultsearch index --embeddings SPEC --rebuild`"
+            )
+            raise SemanticIndexUnavailable(msg) from exc
+        logger.warning("Replacing the damaged vector index records %s: %s", path, exc)
+        return None, None
+
+
+def _delete_records(path: Path) -> None:
+    """Remove a records file and SQLite's files beside it, for a rebuild to start afresh.
+
+    Raises:
+        SemanticIndexUnavailable: they cannot be removed.
+    """
+    for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            part.unlink(missing_ok=True)
+        except OSError as exc:
+            msg = f"the vector index records {part} cannot be replaced ({cause(exc)})"
+            raise SemanticIndexUnavailable(msg) from exc
+
+
+def _read_only_records(path: Path) -> str:
+    return (
+        f"the vector index {path} is read-only: it can be searched, but "
+        f"refreshing or rebuilding it needs write access to {path.parent}"
+    )
+
+
 def _open_records(path: Path) -> IndexRecords:
     """The records file, or one line saying why it cannot be used and what to do."""
     try:
@@ -958,11 +1027,7 @@ def _check_writable(records: IndexRecords) -> None:
         SemanticIndexUnavailable: the records were opened read-only.
     """
     if records.read_only:
-        msg = (
-            f"the vector index {records.path} is read-only: it can be searched, but "
-            f"refreshing or rebuilding it needs write access to {records.path.parent}"
-        )
-        raise SemanticIndexUnavailable(msg)
+        raise SemanticIndexUnavailable(_read_only_records(records.path))
 
 
 def _recorded_spec(records: IndexRecords | None, model_id: str | None, where: Path) -> str:

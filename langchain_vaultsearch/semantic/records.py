@@ -52,6 +52,18 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
+def holds_records(path: Path) -> bool:
+    """Whether a records file is there to open.
+
+    A 0-byte one (`touch`, an interrupted copy) holds no index, and opening it would make
+    it an empty records database that later opens read as a failed index run.
+    """
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
 def text_hash(text: str) -> str:
     """A stable hash of a text (hex sha256), the identity of embedded content."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -140,6 +152,19 @@ class IndexRecords:
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
+
+    def damage(self) -> str | None:
+        """What SQLite's quick check finds wrong with the file, None when it is sound.
+
+        It reads every page, so it runs where the cost is small beside the work: before a
+        rebuild, which must not trip over a page a disk error or a sync tool broke.
+        """
+        try:
+            with self._lock:
+                found = [str(row[0]) for row in self._db.execute("PRAGMA quick_check")]
+        except (SemanticIndexUnavailable, sqlite3.DatabaseError) as exc:  # met while reading
+            return str(exc)
+        return None if found == ["ok"] else "; ".join(found[:3])
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a setting."""
