@@ -28,6 +28,7 @@ Routing, in order (the first rule that applies):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,7 +37,11 @@ from typing import Literal
 from langchain_vaultsearch.limits import DEFAULT_K, RETURN_ALL_LIMIT, clamp_query, result_limit
 from langchain_vaultsearch.time_ranges import TimeRange, find_time_expression, resolve_time_range
 from langchain_vaultsearch.vault.markdown import extract_tags_from_query, tag_hierarchy
-from langchain_vaultsearch.vault.markdown_syntax import WIKILINK_PATTERN, wikilink_target
+from langchain_vaultsearch.vault.markdown_syntax import (
+    TAG_PATTERN,
+    WIKILINK_PATTERN,
+    wikilink_target,
+)
 
 __all__ = ["Available", "QueryPlan", "Route", "SearchMode", "plan_query"]
 
@@ -190,6 +195,21 @@ def note_mentions(query: str) -> list[str]:
     """Names of the notes a query mentions as `[[Note#Heading|alias]]`, without heading or alias."""
     names = (wikilink_target(match.group(1)) for match in WIKILINK_PATTERN.finditer(query))
     return list(dict.fromkeys(name for name in names if name))
+
+
+def uncarried_tags_as_words(text: str, carried: Callable[[str], bool]) -> str:
+    """The text with every `#tag` no note carries written as its words (`#scrum` -> `scrum`).
+
+    As a tag term such a tag matches nothing (no note is indexed under it), so a user who
+    types `#scrum` into a vault that never tagged scrum would get no results at all; as
+    words it finds the notes about scrum, which is what the plan already routes it as.
+    """
+
+    def spelled(match: re.Match[str]) -> str:
+        tag = match.group(0).rstrip("/")
+        return match.group(0) if carried(tag) else tag.lstrip("#").replace("/", " ")
+
+    return TAG_PATTERN.sub(spelled, text)
 
 
 def tag_filters(query: str, salient_terms: Sequence[str] | None) -> tuple[str, ...]:

@@ -264,3 +264,20 @@ def test_a_misspelt_query_finds_the_note_and_says_which_word_it_matched() -> Non
         assert top.metadata["path"] == "Engineering/PostgreSQL Indexing.md", query
         fuzzy = [m for m in top.metadata["explanation"]["lexicalMatches"] if m.get("fuzzy")]
         assert {m["query"] for m in fuzzy} == {"indexing"}
+
+
+def test_a_tag_no_note_carries_searches_its_words(vault_dir: Path) -> None:
+    retriever = TieredLexicalRetriever(vault_path=str(vault_dir))
+    # No note is tagged #tomatoes or #gardening; one note is about them.
+    for query in ("#tomatoes", "#gardening/tomatoes"):
+        paths = [doc.metadata["path"] for doc in retriever.invoke(query)]
+        assert paths[:1] == ["Projects/Beta/Notes.md"], query
+    # A tag notes carry is still a tag: the note that only says "piano" in its tag.
+    tagged = [doc.metadata["path"] for doc in retriever.invoke("#music")]
+    assert tagged == ["Piano/Lesson 1.md"]
+
+
+async def test_a_tag_no_note_carries_searches_its_words_async(vault_dir: Path) -> None:
+    retriever = TieredLexicalRetriever(vault_path=str(vault_dir))
+    found = await retriever.ainvoke("#tomatoes", salient_terms=["#tomatoes"])
+    assert [doc.metadata["path"] for doc in found][:1] == ["Projects/Beta/Notes.md"]

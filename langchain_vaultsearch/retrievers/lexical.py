@@ -19,7 +19,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from langchain_vaultsearch.documents import chunk_document, result_order
 from langchain_vaultsearch.expansion.terms import ExpandedQuery, QueryExpanderLike
 from langchain_vaultsearch.limits import result_count_field, result_limit
-from langchain_vaultsearch.query_plan import note_mentions
+from langchain_vaultsearch.query_plan import note_mentions, uncarried_tags_as_words
 from langchain_vaultsearch.search.core import (
     CANDIDATE_LIMIT_RANGE,
     RankedChunk,
@@ -190,7 +190,8 @@ class TieredLexicalRetriever(BaseRetriever):
         k: int | None = None,
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
-        result = self._core.retrieve(query, self._options(query, k, salient_terms))
+        query, terms = self._as_searched(query, salient_terms)
+        result = self._core.retrieve(query, self._options(query, k, terms))
         return self._documents(result)
 
     async def _aget_relevant_documents(
@@ -202,8 +203,17 @@ class TieredLexicalRetriever(BaseRetriever):
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
         # The expander's model call is awaited; file and CPU work runs in threads.
-        result = await self._core.aretrieve(query, self._options(query, k, salient_terms))
+        query, terms = await asyncio.to_thread(self._as_searched, query, salient_terms)
+        result = await self._core.aretrieve(query, self._options(query, k, terms))
         return await asyncio.to_thread(self._documents, result)
+
+    def _as_searched(
+        self, query: str, salient_terms: Sequence[str] | None
+    ) -> tuple[str, list[str]]:
+        """The query and terms with each `#tag` no note carries as words, not a tag term."""
+        carried = self._core.vault.tag_catalog.carried
+        terms = [uncarried_tags_as_words(term, carried) for term in salient_terms or ()]
+        return uncarried_tags_as_words(query or "", carried), terms
 
     def _options(
         self, query: str, k: int | None, salient_terms: Sequence[str] | None
