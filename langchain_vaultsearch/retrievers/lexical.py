@@ -210,10 +210,22 @@ class TieredLexicalRetriever(BaseRetriever):
     def _as_searched(
         self, query: str, salient_terms: Sequence[str] | None
     ) -> tuple[str, list[str]]:
-        """The query and terms with each `#tag` no note carries as words, not a tag term."""
+        """The query and terms with each `#tag` no note carries as words, not a tag term.
+
+        Which tags notes carry is known once the vault's notes are read: while a large
+        vault's first index builds (searches scan), tags stay tags rather than have this
+        query read every note first.
+        """
+        terms = list(salient_terms or ())
+        if "#" not in query and not any("#" in term for term in terms):
+            return query, terms
+        index = self._core.index
+        index.sync()
+        if not index.index_ready:
+            return query, terms
         carried = self._core.vault.tag_catalog.carried
-        terms = [uncarried_tags_as_words(term, carried) for term in salient_terms or ()]
-        return uncarried_tags_as_words(query or "", carried), terms
+        words = [uncarried_tags_as_words(term, carried) for term in terms]
+        return uncarried_tags_as_words(query, carried), words
 
     def _options(
         self, query: str, k: int | None, salient_terms: Sequence[str] | None
