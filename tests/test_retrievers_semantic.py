@@ -259,3 +259,36 @@ def test_embeddings_object_is_any_langchain_embeddings(vault_dir: Path) -> None:
             records_path=vault_dir.parent / "r.sqlite3",
         )
     assert isinstance(WordBagEmbedding(), Embeddings)
+
+
+def _long_note_vault(root: Path) -> Path:
+    """One long note about pruning in many sections, and four short ones about it."""
+    sections = "\n\n".join(
+        f"## Pruning part {n}\n\n" + "Pruning roses in spring, cutting stems above a bud. " * 30
+        for n in range(8)
+    )
+    notes = {"Garden/Roses.md": f"# Roses\n\n{sections}\n"}
+    for name in ("Apple trees", "Hedges", "Tomatoes", "Vines"):
+        notes[f"Garden/{name}.md"] = f"# {name}\n\nPruning {name.lower()}: cut above a bud.\n"
+    from tests.conftest import write_vault
+
+    return write_vault(root, notes)
+
+
+@pytest.mark.parametrize("mode", ["auto", "hybrid"])  # auto: merged, with a vector index
+def test_merged_and_hybrid_lists_spread_over_notes(tmp_path: Path, mode: str) -> None:
+    index = build_index(_long_note_vault(tmp_path / "vault"))
+    index.refresh()
+
+    def notes(diverse: bool) -> list[str]:
+        factory = RetrieverFactory(
+            semantic_index=index, k=5, mode=mode, diverse_notes=diverse  # type: ignore[arg-type]
+        )
+        docs = factory.invoke("pruning roses stems")
+        check_invariants(docs, 5)
+        return [doc.metadata["path"] for doc in docs]
+
+    spread = notes(True)
+    assert len(set(spread)) == 5  # every note once before any note twice
+    assert spread[0] == "Garden/Roses.md"
+    assert len(set(notes(False))) < 5  # by score alone, the long note's chunks crowd in

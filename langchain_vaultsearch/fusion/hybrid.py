@@ -44,6 +44,7 @@ from langchain_vaultsearch.cancellation import raise_if_cancelled
 from langchain_vaultsearch.documents import chunk_document, document_score, result_order
 from langchain_vaultsearch.filters import latest_note_date
 from langchain_vaultsearch.search.chunk_cache import read_chunks
+from langchain_vaultsearch.search.scoring import select_diverse_top_k
 from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,8 @@ class HybridStages:
         reranker: a LangChain document compressor that re-sorts the top results.
         rerank_top_n: results the reranker re-sorts.
         rerank_timeout_s: time the reranker has before the order is kept.
+        diverse_notes: every note's best chunk before any note's second (as lexical
+            results), so one long note cannot fill the list.
     """
 
     graph: GraphExpansion | None = field(default_factory=GraphExpansion)
@@ -137,6 +140,7 @@ class HybridStages:
     reranker: BaseDocumentCompressor | None = None
     rerank_top_n: int = 10
     rerank_timeout_s: float = 10.0
+    diverse_notes: bool = True
 
     def apply(
         self,
@@ -161,7 +165,18 @@ class HybridStages:
             ranked = _reranked(
                 ranked, query, self.reranker, self.rerank_top_n, self.rerank_timeout_s
             )
-        return _normalized(ranked[:top_n])
+        return _normalized(diverse_top(ranked, top_n) if self.diverse_notes else ranked[:top_n])
+
+
+def diverse_top(docs: Sequence[Document], limit: int) -> list[Document]:
+    """The best `limit` chunks with as many notes as the scores allow, best first."""
+    kept = select_diverse_top_k(
+        docs,
+        limit,
+        lambda doc: document_score(doc.metadata),
+        lambda doc: str(doc.metadata.get("path")),
+    )
+    return sorted(kept, key=result_order)
 
 
 def _with_neighbours(ranked: list[Document], vault: Vault, graph: GraphExpansion) -> list[Document]:

@@ -84,6 +84,9 @@ class RetrieverFactory(BaseRetriever):
     """Results per query."""
     fusion: FusionMethod = "calibrated"
     """Fusion of merged search."""
+    diverse_notes: bool = True
+    """Merged and hybrid lists take every note's best chunk before any note's second, as
+    lexical lists do (False: chunks by score alone)."""
     mode: FactoryMode = "auto"
     """`hybrid` adds seed 002's stages after fusion: graph neighbours, recency, a reranker."""
     graph: bool = True
@@ -136,6 +139,7 @@ class RetrieverFactory(BaseRetriever):
                 recency=RecencyTiers() if self.recency else None,
                 reranker=self.reranker,
                 rerank_top_n=self.rerank_top_n,
+                diverse_notes=self.diverse_notes,
             )
         elif self.reranker is not None:
             msg = 'a reranker runs in mode="hybrid"; pass mode="hybrid" too'
@@ -147,6 +151,7 @@ class RetrieverFactory(BaseRetriever):
                 fusion=self.fusion,
                 lexical_retriever=self._lexical,
                 stages=self._stages,
+                diverse_notes=self.diverse_notes,
             )
         return self
 

@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.cancellation import SearchCancelled, raise_if_cancelled
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_expansion
-from langchain_vaultsearch.fusion.hybrid import HybridStages, top_k_for
+from langchain_vaultsearch.fusion.hybrid import HybridStages, diverse_top, top_k_for
 from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, fuse
 from langchain_vaultsearch.limits import (
     RETURN_ALL_LIMIT,
@@ -91,6 +91,9 @@ class MergedSemanticRetriever(BaseRetriever):
     """`blend`: factor for lexical chunks that matched a tag."""
     rrf_k: int = Field(default=60, ge=1)
     """`rrf`: the rank constant."""
+    diverse_notes: bool = True
+    """Every note's best chunk before any note's second, as lexical results: without it
+    one long note's chunks can fill the list (set False to rank chunks by score alone)."""
     min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Cosine similarity a semantic chunk needs."""
     concept_terms: int = Field(default=0, ge=0, le=10)
@@ -197,14 +200,17 @@ class MergedSemanticRetriever(BaseRetriever):
         fused = fuse(
             lexical,
             semantic,
-            # The hybrid stages see the whole pool: recency may lift a result from below.
-            limit=limit if self.stages is None else max(len(lexical) + len(semantic), 1),
+            # The hybrid stages see the whole pool (recency may lift a result from below),
+            # and so does the diversity rule (a note's first chunk may come from below).
+            limit=limit
+            if self.stages is None and not self.diverse_notes
+            else max(len(lexical) + len(semantic), 1),
             method=self.fusion,
             weights=self._weights,
             query_terms=terms,
         )
         if self.stages is None:
-            return fused
+            return diverse_top(fused, limit) if self.diverse_notes else fused
         return self.stages.apply(fused, query, self.semantic_index.vault, top_n=limit)
 
 
