@@ -209,6 +209,18 @@ def document_score(meta: dict[str, Any]) -> float:
     return 0.0
 
 
+def lexical_matches(doc: Document) -> list[dict[str, Any]]:
+    """What a lexical result matched: each term, its field, and whether it was a typo's.
+
+    Read from `explanation["lexicalMatches"]`; a document of any other retriever has none.
+    """
+    explanation = doc.metadata.get("explanation")
+    found = explanation.get("lexicalMatches") if isinstance(explanation, dict) else None
+    if not isinstance(found, list):
+        return []
+    return [match for match in found if isinstance(match, dict)]
+
+
 def is_number(value: object) -> TypeGuard[float]:
     """True for ints and floats, not for bools (which JSON and Python both allow)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -180,8 +180,15 @@ def _route(
         return "filter-only", "a period is answered by the notes of that period", True
     if mode != "auto":
         return mode, f"{mode} search was asked for", True
-    if tags or period:
-        return "lexical", "a tag is an exact term" if tags else "a period is a filter", True
+    if period:
+        return "lexical", "a period is a filter", True
+    if tags:
+        # Only the tagged notes are wanted; with a vector index the merged score ranks
+        # them (the retriever filters its fused list to them).
+        if available.semantic:
+            route: Route = "hybrid" if available.hybrid else "merged"
+            return route, "a tag filters; merged scores rank the tagged notes", False
+        return "lexical", "a tag is an exact term (no vector index to rank by)", False
     if available.self_host is not None and available.self_host():
         return "self-host", "the self-hosted retriever is healthy", False
     if available.semantic:

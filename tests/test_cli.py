@@ -471,11 +471,16 @@ def test_a_refused_saved_index_is_said_without_verbose(tmp_path: Path) -> None:
     (store / "c.jsonl").write_text(json.dumps(good), encoding="utf-8")
     command = [str(Path(sys.executable).with_name("vaultsearch")), "search", "--chunks"]
     command += [str(store), "tax"]
-    first = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
-    assert first.stderr == ""
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(  # noqa: S603 - the installed command, fixed arguments
+            command, capture_output=True, text=True, timeout=120, check=True
+        )
+
+    assert run().stderr == ""
     saved = store / ".vaultsearch" / "keyword-index.npz"
     saved.write_bytes(b"PK\x03\x04 not really a zip")
-    second = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    second = run()
     assert "c.jsonl" in second.stdout
     [line] = second.stderr.strip().splitlines()
     assert "Ignoring the keyword index" in line

@@ -53,7 +53,8 @@ EXPECTED_OUTPUT = {
         "verify: True",
         "  semantic Engineering/PostgreSQL Indexing.md",
         "speed up slow database lookups -> merged",
-        "#project/alpha decisions -> lexical",
+        "#project/alpha decisions -> merged",
+        "what did I change last week? -> lexical",
         "<localSearch>",
     ],
     "03_filters_tags_time.ipynb": [

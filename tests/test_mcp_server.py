@@ -7,8 +7,8 @@ import contextlib
 import os
 import socket
 import subprocess
-import threading
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -302,7 +302,7 @@ class _Outcomes:
         self.done = threading.Event()
         real = mcp_server.run_cancellable
 
-        def recording(*args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        def recording(*args: Any, **kwargs: Any) -> Any:
             try:
                 result = real(*args, **kwargs)
             except Exception as exc:
@@ -325,13 +325,13 @@ def _slow_filter(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[str]:
     real_run = FilterRetriever.run
     searched: list[str] = []
 
-    def slow_run(self: FilterRetriever, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+    def slow_run(self: FilterRetriever, *args: Any, **kwargs: Any) -> Any:
         time.sleep(seconds)
         return real_run(self, *args, **kwargs)
 
     real_get = TieredLexicalRetriever._get_relevant_documents
 
-    def spying_get(self: TieredLexicalRetriever, query: str, **kwargs: Any) -> Any:  # noqa: ANN401
+    def spying_get(self: TieredLexicalRetriever, query: str, **kwargs: Any) -> Any:
         searched.append(query)
         return real_get(self, query, **kwargs)
 
@@ -353,7 +353,7 @@ def test_a_search_past_its_deadline_stops_at_its_next_stage(
     searched = _slow_filter(monkeypatch, 0.8)
     monkeypatch.setattr(mcp_server, "TOOL_DEADLINE_S", 0.2)
 
-    async def call() -> Any:  # noqa: ANN401
+    async def call() -> Any:
         server = create_mcp_server(service, mode="lexical")
         async with create_connected_server_and_client_session(server) as session:
             return await session.call_tool("local_search", {"question": "oauth tokens"})

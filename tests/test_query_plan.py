@@ -57,7 +57,7 @@ def test_a_given_period_replaces_the_one_the_query_names() -> None:
 
 def test_an_asked_mode_wins_over_tags_but_not_over_the_filter() -> None:
     assert plan_query("#ops", mode="semantic", available=MERGED).route == "semantic"
-    assert plan_query("#ops", available=MERGED).route == "lexical"
+    assert plan_query("#ops", available=MERGED).route == "merged"  # filtered, merged-ranked
     assert (
         plan_query("what happened last week", mode="merged", filtering=True, now=NOW).route
         == "filter-only"
@@ -72,7 +72,8 @@ def test_self_host_is_asked_only_when_the_plan_would_search() -> None:
         return True
 
     available = Available(semantic=True, self_host=healthy)
-    assert plan_query("#ops", available=available).route == "lexical"
+    assert plan_query("#ops", available=available).route == "merged"  # it cannot filter tags
+    assert plan_query("#ops last week", available=available, now=NOW).route == "lexical"
     assert calls == []
     assert plan_query("what is auth", available=available).route == "self-host"
     assert calls == [1]
@@ -106,4 +107,7 @@ def test_a_tag_no_note_carries_is_a_word_not_a_filter() -> None:
     assert (plan.route, plan.limit, plan.decided_by_query) == ("merged", 30, False)
     tagged = plan_query("deploy notes #project/alpha", available=available, now=NOW)
     assert tagged.tags == ("#project/alpha",)
-    assert (tagged.route, tagged.limit) == ("lexical", 100)
+    # A carried tag filters: its notes ranked by the merged score, all of them asked for.
+    assert (tagged.route, tagged.limit, tagged.decided_by_query) == ("merged", 100, False)
+    lexical_only = plan_query("deploy notes #project/alpha", now=NOW)
+    assert (lexical_only.route, lexical_only.decided_by_query) == ("lexical", False)

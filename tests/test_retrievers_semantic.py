@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from langchain_core.documents import Document
@@ -205,15 +205,19 @@ class Hosted(BaseRetriever):
 def test_factory_chooses_merged_lexical_or_self_host(index: VaultIndex, vault_dir: Path) -> None:
     factory = RetrieverFactory(semantic_index=index, k=5)
     assert str(factory.retriever_type) == "merged"
-    assert factory.choose("#project/alpha deploys") == "lexical"
+    assert factory.choose("#project/alpha deploys") == "merged"  # only tagged notes, merged
     assert factory.choose("what did I write last week") == "lexical"
     docs = factory.invoke("authentication")
     assert str(factory.retriever_type) == "merged"
     assert docs[0].metadata["path"] == OAUTH
-    factory.invoke("#ops")
-    assert str(factory.retriever_type) == "lexical"
-    factory.invoke("deploys", salient_terms=["#ops"])  # a tag an LLM tool call picked
-    assert str(factory.retriever_type) == "lexical"
+    tagged = factory.invoke("#ops deploys")
+    assert str(factory.retriever_type) == "merged"
+    assert tagged
+    assert all("#ops" in doc.metadata["tags"] for doc in tagged)  # the tag still filters
+    picked = factory.invoke("deploys", salient_terms=["#ops"])  # a tag an LLM tool call picked
+    assert str(factory.retriever_type) == "merged"
+    assert picked
+    assert all("#ops" in doc.metadata["tags"] for doc in picked)
     assert RetrieverFactory(vault_path=str(vault_dir)).retriever_type == "lexical"
 
 
@@ -276,13 +280,18 @@ def _long_note_vault(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("mode", ["auto", "hybrid"])  # auto: merged, with a vector index
-def test_merged_and_hybrid_lists_spread_over_notes(tmp_path: Path, mode: str) -> None:
+def test_merged_and_hybrid_lists_spread_over_notes(
+    tmp_path: Path, mode: Literal["auto", "hybrid"]
+) -> None:
     index = build_index(_long_note_vault(tmp_path / "vault"))
     index.refresh()
 
     def notes(diverse: bool) -> list[str]:
         factory = RetrieverFactory(
-            semantic_index=index, k=5, mode=mode, diverse_notes=diverse  # type: ignore[arg-type]
+            semantic_index=index,
+            k=5,
+            mode=mode,
+            diverse_notes=diverse,
         )
         docs = factory.invoke("pruning roses stems")
         check_invariants(docs, 5)
@@ -292,3 +301,32 @@ def test_merged_and_hybrid_lists_spread_over_notes(tmp_path: Path, mode: str) ->
     assert len(set(spread)) == 5  # every note once before any note twice
     assert spread[0] == "Garden/Roses.md"
     assert len(set(notes(False))) < 5  # by score alone, the long note's chunks crowd in
+
+
+async def test_the_model_embeds_the_query_as_the_lexical_side_corrected_it(
+    index: VaultIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    real_search, real_asearch = index.search, index.asearch
+
+    def search(query: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(query)
+        return real_search(query, *args, **kwargs)
+
+    async def asearch(query: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(query)
+        return await real_asearch(query, *args, **kwargs)
+
+    monkeypatch.setattr(index, "search", search)
+    monkeypatch.setattr(index, "asearch", asearch)
+    merged = MergedSemanticRetriever(semantic_index=index, k=5)
+    docs = merged.invoke("rollbak deploymnet")  # no note holds either word
+    assert asked == ["rollback deployment"]
+    assert docs[0].metadata["path"] == "Projects/Alpha/Deployment.md"
+    asked.clear()
+    await merged.ainvoke("rollbak deploymnet")
+    assert asked == ["rollbak deploymnet", "rollback deployment"]  # asked again, corrected
+    asked.clear()
+    merged.invoke("rollback deployment")
+    merged.invoke("rush deploys")  # a short word is never "corrected"
+    assert asked == ["rollback deployment", "rush deploys"]

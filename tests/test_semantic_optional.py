@@ -106,7 +106,8 @@ def test_lexical_mode_never_opens_the_vector_index(
     monkeypatch.setattr(service_module, "VaultIndex", counting)
     service = VaultSearch(vault_dir, watch=False)
     assert service.search("OAuth callback", mode="lexical", k=3)
-    assert service.local_search("what about #project/alpha?").documents
+    assert service.local_search("what about #project/alpha?", mode="lexical").documents
+    assert service.local_search("what did I write last week?").filter_result is not None
     assert opened == []
     assert service.search("OAuth callback", k=3)  # auto: merged, so now it opens
     assert len(opened) == 1
@@ -122,7 +123,7 @@ def test_a_question_about_a_tag_no_note_carries_is_searched_not_filtered(vault_d
     tagged = service.local_search("what is planned in #project/alpha")
     assert tagged.filter_result.tags == ("#project/alpha",)
     assert tagged.limit == 100
-    assert service.factory.choose("#project/alpha plans") == "lexical"
+    assert service.factory.choose("#project/alpha plans") == "merged"  # filtered, then ranked
     # A tag added to a note is a filter from the next question on.
     (vault_dir / "Piano" / "Lesson 1.md").write_text("# Lesson 1\n\nScales. #nested\n")
     assert service.local_search("how do #nested tags work?").filter_result.tags == ("#nested",)

@@ -27,7 +27,8 @@ from typing import Any, Literal
 
 from langchain_core.documents import Document
 
-from langchain_vaultsearch.documents import document_score, result_order
+from langchain_vaultsearch.documents import document_score, lexical_matches, result_order
+from langchain_vaultsearch.fusion.typos import covers
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
 
 FusionMethod = Literal["calibrated", "blend", "rrf"]
@@ -116,8 +117,9 @@ def lexical_coverage(lexical: Sequence[Document], query_terms: Sequence[str]) ->
     """The share of the query's terms the best of the top lexical hits contains (0..1).
 
     Terms are compared as index terms (`tokenize_mixed`: words, CJK bigrams), a matched
-    term counting for the query terms it starts with (prefix matching); tags are left out,
-    as tag queries are answered lexically anyway. No terms: full coverage.
+    term counting for the query terms it starts with (prefix matching), and a word the
+    lexical side matched as a typo's correction for the typo (`typos.covers`); tags are
+    left out, as tags filter. No terms: full coverage.
     """
     words = " ".join(term for term in query_terms if not term.startswith("#"))
     terms = list(dict.fromkeys(tokenize_mixed(words)))
@@ -125,10 +127,8 @@ def lexical_coverage(lexical: Sequence[Document], query_terms: Sequence[str]) ->
         return 1.0
     best = 0
     for doc in lexical[:COVERAGE_HITS]:
-        explanation = doc.metadata.get("explanation")
-        found = explanation.get("lexicalMatches") if isinstance(explanation, dict) else None
-        matched = {m.get("query", "") for m in found or () if isinstance(m, dict)}
-        best = max(best, sum(1 for t in terms if any(str(m).startswith(t) for m in matched)))
+        matches = lexical_matches(doc)
+        best = max(best, sum(1 for term in terms if any(covers(m, term) for m in matches)))
     return best / len(terms)
 
 
@@ -193,11 +193,7 @@ def _blend(
 
 
 def _matched_a_tag(doc: Document) -> bool:
-    explanation = doc.metadata.get("explanation")
-    matches = explanation.get("lexicalMatches") if isinstance(explanation, dict) else None
-    return isinstance(matches, list) and any(
-        isinstance(m, dict) and m.get("field") == "tags" for m in matches
-    )
+    return any(m.get("field") == "tags" for m in lexical_matches(doc))
 
 
 def _rrf_scores(docs: list[Document], rrf_k: int) -> dict[str, float]:
