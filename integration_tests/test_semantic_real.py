@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -159,3 +161,110 @@ def test_kill_9_during_indexing_then_resume(tmp_path: Path) -> None:
     assert len(recorded) == len(set(recorded))
     # A second writer while this one holds the lock gets a clear error.
     assert index.refresh().unchanged == 0
+
+
+def _zoo(root: Path, count: int) -> Path:
+    """A vault of `count` short notes, one text each, all about zebras."""
+    for n in range(count):
+        note = root / "Zoo" / f"Animal {n:03d}.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(f"# Animal {n:03d}\n\nA striped zebra called number {n}.\n", "utf-8")
+    return root
+
+
+def _finished_notes(records: Path) -> int:
+    """Notes whose vectors are all written, read as another process would (read-only)."""
+    if not records.exists():
+        return 0
+    import sqlite3
+
+    with sqlite3.connect(f"{records.as_uri()}?mode=ro", uri=True) as db:
+        try:
+            row = db.execute(
+                "SELECT count(*) FROM notes WHERE text_hash IS NOT NULL AND pending_ids IS NULL"
+            ).fetchone()
+        except sqlite3.OperationalError:  # the table is not made yet
+            return 0
+    return int(row[0])
+
+
+def _vaultsearch(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(  # noqa: S603 - the installed command, fixed arguments
+        [str(Path(sys.executable).with_name("vaultsearch")), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(finished: Callable[[], int], at_least: int, process: subprocess.Popen[str]) -> int:
+    deadline = time.monotonic() + 300
+    while (done := finished()) < at_least:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no batch was written in 300 s"
+        time.sleep(0.2)
+    return done
+
+
+def test_ctrl_c_during_a_first_index_then_the_next_run_resumes(
+    tmp_path: Path, minilm_spec: str
+) -> None:
+    vault = _zoo(tmp_path / "vault", 200)
+    records = vault / ".vaultsearch" / "semantic" / "records.sqlite3"
+    first = _vaultsearch("index", "--vault", str(vault), "--embeddings", minilm_spec)
+    _wait_for(lambda: _finished_notes(records), 1, first)
+    first.send_signal(signal.SIGINT)
+    _out, err = first.communicate(timeout=120)
+    assert first.returncode == 130, err
+    assert "Traceback" not in err
+    finished = _finished_notes(records)
+    assert 0 < finished < 200
+    second = _vaultsearch("index", "--vault", str(vault))  # the model the index names
+    out, err = second.communicate(timeout=600)
+    assert second.returncode == 0, err
+    # Only what the first run had not finished is written, and embedded, again.
+    written = re.search(r"(\d+) added, (\d+) updated, .*; ([\d,]+) texts embedded", out)
+    assert written is not None, out
+    assert int(written[1]) + int(written[2]) == 200 - finished
+    assert int(written[3].replace(",", "")) <= 200 - finished
+    assert _finished_notes(records) == 200
+    index = VaultIndex(vault_path=vault)
+    try:
+        assert index.verify().ok
+    finally:
+        index.close()
+
+
+def test_a_second_process_searches_a_chroma_server_index_while_it_is_built(
+    tmp_path: Path, minilm_spec: str, chroma_server: ChromaServer
+) -> None:
+    notes = 3000  # about half a minute of embedding here: time to search while it runs
+    vault = _zoo(tmp_path / "vault", notes)
+    server = ["--chroma-host", chroma_server.host, "--chroma-port", str(chroma_server.port)]
+    writer = _vaultsearch("index", "--vault", str(vault), "--embeddings", minilm_spec, *server)
+    home = vault / ".vaultsearch" / "semantic"
+
+    def finished() -> int:
+        found = list(home.glob("records-chroma-*.sqlite3"))
+        return _finished_notes(found[0]) if found else 0
+
+    try:
+        _wait_for(finished, 1, writer)
+        from langchain_vaultsearch.service import VaultSearch
+
+        reader = VaultSearch(vault, chroma_host=chroma_server.host, chroma_port=chroma_server.port)
+        try:
+            docs = reader.search("zebra", mode="semantic", k=100)
+            status = reader.status()["semantic"]
+            still_writing = writer.poll() is None
+            assert {doc.metadata["path"] for doc in docs}, "none of the embedded notes found"
+            assert still_writing, "the index finished before the reader searched"
+            assert 0 < status["notes_indexed"] < notes
+            # Counted a moment apart while the writer goes on: together at least all notes.
+            assert 0 < status["unindexed_notes"]
+            assert status["notes_indexed"] + status["unindexed_notes"] >= notes
+        finally:
+            reader.close()
+    finally:
+        _out, err = writer.communicate(timeout=900)
+    assert writer.returncode == 0, err

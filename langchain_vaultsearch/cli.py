@@ -453,6 +453,10 @@ def _mcp(args: argparse.Namespace) -> int:
         raise UsageError("--allow-host applies to --http")
     # A long-running server watches the folders, so a call does not stat every note.
     service = _open(args, watch=True)
+    if service.uses_vectors:
+        # Catch up (or make a first index) while serving: calls answer at once, merged
+        # with the vectors written so far, and `status` shows how far it is.
+        service.index_in_background()
     try:
         server = create_mcp_server(
             service,

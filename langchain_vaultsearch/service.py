@@ -178,11 +178,18 @@ class VaultSearch:
         self._failed_at = -math.inf
         self._retrievers: dict[SearchMode, BaseRetriever] = {"lexical": self.lexical}
         self._lock = threading.RLock()
+        self.last_index: IndexSummary | None = None
+        """What the last `index_in_background` run ended with (None before one ends)."""
 
     @property
     def _vault_tags(self) -> Available:
         """What a plan may know before the vector index opens: the tags notes carry."""
         return Available(tag_carried=self.vault.tag_catalog.carried)
+
+    @property
+    def uses_vectors(self) -> bool:
+        """Whether a vector index is given (a model, a Chroma server) or already on disk."""
+        return self._semantic_wanted
 
     @property
     def semantic_index(self) -> VaultIndex | None:
@@ -457,6 +464,30 @@ class VaultSearch:
             semantic_problem=problem,
         )
 
+    def index_in_background(
+        self, *, on_progress: Callable[[IndexProgress], None] | None = None
+    ) -> threading.Thread:
+        """Run `index()` in a thread and return at once.
+
+        Searches meanwhile answer at once: lexically, and merged with the vectors written
+        so far (each result's `vectorIndexProgress` says how far the index is, and so does
+        `status()`). A stopped run resumes where it stopped on the next `index()`. What the
+        run ends with is `last_index`.
+
+        Args:
+            on_progress: progress of the vector refresh (called from the thread).
+        """
+
+        def run() -> None:
+            try:
+                self.last_index = self.index(on_progress=on_progress)
+            except Exception:  # the lexical side failing too: logged, searches go on
+                logger.exception("Indexing %s in the background failed", self.vault.root)
+
+        thread = threading.Thread(target=run, name="vaultsearch-index", daemon=True)
+        thread.start()
+        return thread
+
     def status(self) -> dict[str, Any]:
         """What is indexed: notes, whether the lexical index is ready, the vector index."""
         self.vault.refresh()
@@ -485,6 +516,14 @@ class VaultSearch:
             "orphan_vectors": None if check.orphans is None else len(check.orphans),
             "interrupted_notes": len(check.pending),
         }
+        progress = index.progress
+        if progress is not None:  # a write in this process: searches use what it wrote
+            status["semantic"]["indexing"] = {
+                "notes_done": progress.notes_done,
+                "notes_total": progress.notes_total,
+                "texts_done": progress.texts_done,
+                "texts_total": progress.texts_total,
+            }
         return status
 
     def export_chunks(self, out_dir: str | os.PathLike[str]) -> ExportReport:

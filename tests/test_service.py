@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from langchain_vaultsearch.cli import main
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.service import VaultSearch
+from tests.conftest import write_vault
+from tests.fake_embeddings import WordBagEmbedding
 
 
 def test_lexical_only_service_refuses_semantic_modes_with_the_fix(vault_dir: Path) -> None:
@@ -69,3 +72,51 @@ def test_cli_index_search_modes_and_status(
     assert "--rebuild" in capsys.readouterr().err
     assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16", "--rebuild"]) == 0
     assert "Vector index (fake:16)" in capsys.readouterr().out
+
+
+class _GatedModel(WordBagEmbedding):
+    """A model that embeds its first batch of a refresh, then waits to be let go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches = 0
+        self.paused = threading.Event()
+        self.go_on = threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if len(texts) > 1:  # not the one-text probe an index opens with
+            self.batches += 1
+            if self.batches == 2:
+                self.paused.set()
+                self.go_on.wait(60)
+        return super().embed_documents(texts)
+
+
+def test_a_background_first_index_is_searched_while_it_runs(tmp_path: Path) -> None:
+    notes = {
+        f"Zoo/Animal {n:03d}.md": f"# Animal {n:03d}\n\nA zebra called number {n}.\n"
+        for n in range(150)
+    }
+    vault = write_vault(tmp_path / "vault", notes)
+    model = _GatedModel()
+    service = VaultSearch(vault, embeddings=model, watch=False)
+    running = service.index_in_background()
+    try:
+        assert model.paused.wait(60)  # one batch of 64 texts written, the next one waits
+        indexing = service.status()["semantic"]["indexing"]
+        assert 0 < indexing["texts_done"] < indexing["texts_total"] == 150
+        found = service.search("zebra", mode="merged", k=10)
+        assert found
+        progress = [doc.metadata["vectorIndexProgress"] for doc in found]
+        assert all(p["textsDone"] < p["textsTotal"] for p in progress)
+        semantic = service.search("zebra", mode="semantic", k=100)
+        assert 0 < len({doc.metadata["path"] for doc in semantic}) < 150
+    finally:
+        model.go_on.set()
+        running.join(60)
+    assert service.last_index is not None
+    assert service.last_index.semantic_problem is None
+    assert "indexing" not in service.status()["semantic"]
+    done = service.search("zebra", mode="semantic", k=100)
+    assert len({doc.metadata["path"] for doc in done}) == 100
+    assert all("vectorIndexProgress" not in doc.metadata for doc in done)

@@ -38,7 +38,7 @@ from langchain_vaultsearch.limits import (
 from langchain_vaultsearch.query_plan import tag_filters
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
-from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever
+from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever, with_index_progress
 
 logger = logging.getLogger(__name__)
 
@@ -233,11 +233,12 @@ class MergedSemanticRetriever(BaseRetriever):
         if tags:
             fused = [d for d in fused if note_matches(vault.get(_path(d)), tags, None)]
         if self.stages is None:
-            return diverse_top(fused, limit) if self.diverse_notes else fused[:limit]
-        staged = self.stages.apply(fused, query, vault, top_n=limit)
-        if tags:  # graph neighbours of tagged notes need not carry the tag
-            staged = [d for d in staged if note_matches(vault.get(_path(d)), tags, None)]
-        return staged
+            found = diverse_top(fused, limit) if self.diverse_notes else fused[:limit]
+        else:
+            found = self.stages.apply(fused, query, vault, top_n=limit)
+            if tags:  # graph neighbours of tagged notes need not carry the tag
+                found = [d for d in found if note_matches(vault.get(_path(d)), tags, None)]
+        return with_index_progress(found, self.semantic_index.progress)
 
     def _carried_tags(self, query: str, salient_terms: Sequence[str] | None) -> frozenset[str]:
         """The query's `#tags` some note carries: they filter, merged scores rank.

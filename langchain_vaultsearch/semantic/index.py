@@ -348,6 +348,8 @@ class VaultIndex:
         """This process's shared hold on embedded Chroma while its client is open."""
         self._write_lock = threading.Lock()
         self._background: threading.Thread | None = None
+        self._progress: IndexProgress | None = None
+        """Where this process's running write is (None when none runs)."""
         owned = False  # whether this open holds the writer: only then may it remove files
         writing = contextlib.ExitStack()
         try:
@@ -573,12 +575,17 @@ class VaultIndex:
             or the index is read-only.
         """
         if self.records.read_only:
+            self.vault.refresh()  # results are built from the vault's notes: see them
             return None
         with contextlib.ExitStack() as stack:
             try:
                 stack.enter_context(self._writer(blocking=False))
             except IndexLockedError as exc:
                 logger.info("Vector index not refreshed before this query: %s", exc)
+                # Another writer (a `vaultsearch index`, another thread) has the vectors;
+                # this process must still see the notes it builds results from, or a
+                # semantic search in a fresh process finds hits and drops them all.
+                self.vault.refresh()
                 return None
             pending = self._pull()
             if len(pending.updated) <= self.inline_refresh_notes:
@@ -595,6 +602,15 @@ class VaultIndex:
         self._background = threading.Thread(target=run, name="vaultsearch-embed", daemon=True)
         self._background.start()
         return RefreshReport(background=True)
+
+    @property
+    def progress(self) -> IndexProgress | None:
+        """Where a write this process runs is (a refresh, a background catch-up), else None.
+
+        Searches meanwhile use the vectors already written: a first index of a large vault
+        is searchable, partly, from its first batch on.
+        """
+        return self._progress
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for a background refresh; True when none is running any more."""
@@ -698,18 +714,17 @@ class VaultIndex:
             texts_done = 0
 
             def progress(notes_done: int) -> None:
+                self._progress = IndexProgress(
+                    notes_done=notes_done,
+                    notes_total=total,
+                    chunks_done=report.chunks_written,
+                    texts_embedded=self.cached_embeddings.texts_embedded - embedded_before,
+                    elapsed_s=time.monotonic() - started,
+                    texts_done=texts_done,
+                    texts_total=max(texts_total, texts_done),
+                )
                 if on_progress is not None:
-                    on_progress(
-                        IndexProgress(
-                            notes_done=notes_done,
-                            notes_total=total,
-                            chunks_done=report.chunks_written,
-                            texts_embedded=self.cached_embeddings.texts_embedded - embedded_before,
-                            elapsed_s=time.monotonic() - started,
-                            texts_done=texts_done,
-                            texts_total=max(texts_total, texts_done),
-                        )
-                    )
+                    on_progress(self._progress)
 
             progress(total - len(todo))
             batch: list[tuple[NoteInfo, str, list[Chunk]]] = []
@@ -730,6 +745,8 @@ class VaultIndex:
             # know exactly what was finished.
             self.feed = ChangeFeed(self.vault, with_text=False)
             raise
+        finally:
+            self._progress = None
         report.texts_embedded = self.cached_embeddings.texts_embedded - embedded_before
         return report
 

@@ -27,7 +27,7 @@ from langchain_vaultsearch.limits import (
     result_limit,
 )
 from langchain_vaultsearch.query_plan import note_mentions
-from langchain_vaultsearch.semantic.index import VaultIndex
+from langchain_vaultsearch.semantic.index import IndexProgress, VaultIndex
 from langchain_vaultsearch.text.chunking import note_path_from_chunk_id
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
 
@@ -155,4 +155,29 @@ class VaultSemanticRetriever(BaseRetriever):
                 add(chunk_id, similarity, {"similarity": similarity})
         if not hits and not self.index.covers(query):
             logger.debug("Query %r is in a script the embedding model does not read", query)
-        return documents[:limit]
+        return with_index_progress(documents[:limit], self.index.progress)
+
+
+def with_index_progress(docs: list[Document], progress: IndexProgress | None) -> list[Document]:
+    """The documents, each saying how far the vector index is while it is being written.
+
+    A result list made while a first index is embedded covers only the notes embedded so
+    far; `metadata["vectorIndexProgress"]` (texts and notes done of their totals) says so,
+    so a caller (or a model reading the context) knows the list may grow.
+    """
+    if progress is None:
+        return docs
+    stamp = {
+        "textsDone": progress.texts_done,
+        "textsTotal": progress.texts_total,
+        "notesDone": progress.notes_done,
+        "notesTotal": progress.notes_total,
+    }
+    return [
+        Document(
+            page_content=doc.page_content,
+            metadata={**doc.metadata, "vectorIndexProgress": stamp},
+            id=doc.id,
+        )
+        for doc in docs
+    ]
