@@ -227,9 +227,12 @@ def test_the_reranker_reorders_the_top_and_failures_keep_the_fused_order(
     fused = _docs(["a.md", "b.md", "c.md", "d.md"])
     stages = HybridStages(graph=None, recency=None, reranker=ReverseScorer(), rerank_top_n=3)
     out = stages.apply(fused, "q", vault, top_n=4)
-    assert [d.metadata["path"] for d in out] == ["c.md", "b.md", "a.md", "d.md"]
+    # Blended by position: c (0.75 x 0.78 fused + 0.25 x 1.0 reranker) rises above a
+    # (0.75 x 1.0 + 0), which stays above b (0.75 x 0.89 + 0.25 x 0.25); d is not reranked.
+    assert [d.metadata["path"] for d in out] == ["c.md", "a.md", "b.md", "d.md"]
     assert out[0].metadata["score"] == 1.0
     assert out[0].metadata["relevance_score"] == 1.0
+    assert out[1].metadata["relevance_score"] == 0.0
     assert [d.metadata["score"] for d in out] == sorted(
         (d.metadata["score"] for d in out), reverse=True
     )
@@ -346,3 +349,26 @@ def test_the_cross_encoder_reranker_sorts_by_the_models_scores(
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     with pytest.raises(MissingExtraError, match=r"langchain-vaultsearch\[local\]"):
         CrossEncoderReranker()
+
+
+def test_the_reranker_never_moves_a_named_note_or_an_exact_title_from_the_top(
+    vault_dir: Path,
+) -> None:
+    vault = TieredLexicalRetriever(vault_path=str(vault_dir)).vault
+    assert vault is not None
+    stages = HybridStages(graph=None, recency=None, reranker=ReverseScorer(), rerank_top_n=3)
+    named = _docs(["a.md", "b.md", "c.md"])
+    named[0].metadata["explanation"] = {"mentioned": True}
+    out = stages.apply(named, "[[a]] plans", vault, top_n=3)
+    assert out[0].metadata["path"] == "a.md"
+    titled = _docs(["a.md", "b.md", "c.md"])
+    titled[0].metadata["explanation"] = {
+        "lexicalMatches": [
+            {"field": "title", "query": "rollback"},
+            {"field": "title", "query": "plans"},
+        ]
+    }
+    assert stages.apply(titled, "rollback plans", vault, top_n=3)[0].metadata["path"] == "a.md"
+    # Without either, the reranker's favourite rises (ReverseScorer loves c most).
+    plain = stages.apply(_docs(["a.md", "b.md", "c.md"]), "rollback plans", vault, top_n=3)
+    assert plain[0].metadata["path"] == "c.md"

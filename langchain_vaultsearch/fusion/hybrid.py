@@ -41,7 +41,13 @@ from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 
 from langchain_vaultsearch.cancellation import raise_if_cancelled
-from langchain_vaultsearch.documents import chunk_document, document_score, result_order
+from langchain_vaultsearch.documents import (
+    chunk_document,
+    document_score,
+    lexical_matches,
+    result_order,
+)
+from langchain_vaultsearch.expansion.terms import fallback_expansion
 from langchain_vaultsearch.filters import latest_note_date
 from langchain_vaultsearch.search.chunk_cache import read_chunks
 from langchain_vaultsearch.search.scoring import select_diverse_top_k
@@ -273,7 +279,12 @@ def _reranked(
     top_n: int,
     timeout_s: float,
 ) -> list[Document]:
-    """The top `top_n` in the reranker's order (a `relevance_score` it sets, else its order)."""
+    """The top `top_n` re-sorted by the fused score blended with the reranker's, by position.
+
+    The reranker's score (its `relevance_score`, else its order) is blended with the fused
+    one, the fused one counting most at the top (`_retrieval_share`), as qmd does; a note
+    the query names or an exact title match at the top stays there.
+    """
     head, tail = ranked[:top_n], ranked[top_n:]
     if len(head) < 2:
         return ranked
@@ -290,23 +301,71 @@ def _reranked(
     finally:
         pool.shutdown(wait=False)
     by_id = {doc.id: doc for doc in head}
-    order = [doc for doc in result if doc.id in by_id]
-    order += [doc for doc in head if doc.id not in {d.id for d in order}]
+    relevance = _relevance(result, by_id)
     top = document_score(head[0].metadata)
+    blended = {
+        doc.id: _retrieval_share(position) * document_score(doc.metadata) / (top or 1.0)
+        + (1.0 - _retrieval_share(position)) * relevance.get(doc.id, 0.0)
+        for position, doc in enumerate(head)
+    }
+    order = sorted(head, key=lambda doc: -blended[doc.id])
+    if _protected(head[0], query):  # a named note or an exact title stays first
+        order = [head[0], *(doc for doc in order if doc.id != head[0].id)]
     reranked = []
-    for position, doc in enumerate(order):
-        relevance = doc.metadata.get("relevance_score")
-        original = by_id[doc.id]
-        # The reranker's order wins; the fused scores are kept in that order's shape.
+    for position, original in enumerate(order):
+        # The blended order wins; the fused scores are kept in that order's shape.
         score = top * (1.0 - position / (2 * len(order)))
         metadata: dict[str, Any] = {**original.metadata, "score": score, "rerank_score": score}
-        if isinstance(relevance, (int, float)):
-            metadata["relevance_score"] = float(relevance)
+        if original.id in relevance:
+            metadata["relevance_score"] = relevance[original.id]
         reranked.append(
             Document(page_content=original.page_content, metadata=metadata, id=original.id)
         )
     floor = reranked[-1].metadata["score"]
     return reranked + [_capped(doc, floor) for doc in tail]
+
+
+def _retrieval_share(position: int) -> float:
+    """How much the fused score counts against the reranker's at a fused position (qmd's).
+
+    The top of a fused list is where both retrievers agreed: the reranker may reorder it,
+    but less than the results further down, where a cross-encoder knows better.
+    """
+    if position < 3:
+        return 0.75
+    return 0.60 if position < 10 else 0.40
+
+
+def _relevance(
+    result: Sequence[Document], by_id: dict[str | None, Document]
+) -> dict[str | None, float]:
+    """Each reranked document's relevance in [0, 1].
+
+    Its `relevance_score` rescaled over the list, or, from a reranker that sets none, its
+    place in the reranker's order.
+    """
+    kept = [doc for doc in result if doc.id in by_id]
+    scores = [doc.metadata.get("relevance_score") for doc in kept]
+    if kept and all(isinstance(score, (int, float)) for score in scores):
+        values = [float(score) for score in scores]  # type: ignore[arg-type]
+        low, high = min(values), max(values)
+        spread = high - low or 1.0
+        return {doc.id: (value - low) / spread for doc, value in zip(kept, values, strict=True)}
+    return {doc.id: 1.0 - rank / max(len(kept), 1) for rank, doc in enumerate(kept)}
+
+
+def _protected(doc: Document, query: str) -> bool:
+    """A note the query names, or a lexical hit with every query word in its title."""
+    explanation = doc.metadata.get("explanation")
+    if isinstance(explanation, dict) and explanation.get("mentioned"):
+        return True
+    words = [t for t in fallback_expansion(query).salient_terms if not t.startswith("#")]
+    titled = {
+        str(match.get("query", ""))
+        for match in lexical_matches(doc)
+        if match.get("field") in ("title", "aliases")
+    }
+    return bool(words) and all(any(t.startswith(w) for t in titled) for w in words)
 
 
 def _capped(doc: Document, ceiling: float) -> Document:
