@@ -34,28 +34,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import logging
 import os
 import re
-import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from langchain_vaultsearch.safe_archive import refused_folder
 from langchain_vaultsearch.search.chunk_cache import ChunkCache, read_chunks
 from langchain_vaultsearch.semantic.cached_embeddings import (
-    PROBE_TEXT,
     CachedEmbeddings,
-    check_vectors,
 )
 from langchain_vaultsearch.semantic.concepts import ConceptVocabulary, vocabulary_key
 from langchain_vaultsearch.semantic.embeddings import (
@@ -65,23 +60,37 @@ from langchain_vaultsearch.semantic.embeddings import (
     require_extra,
 )
 from langchain_vaultsearch.semantic.errors import (
-    SemanticIndexBusy,
     SemanticIndexUnavailable,
     cause,
 )
 from langchain_vaultsearch.semantic.lock import (
     ClientsLock,
     IndexLockedError,
-    hold_clients,
-    holder,
     lock_file,
 )
-from langchain_vaultsearch.semantic.records import IndexRecords, holds_records, text_hash
+from langchain_vaultsearch.semantic.records import holds_records, text_hash
+from langchain_vaultsearch.semantic.reports import IndexProgress, RefreshReport, VerifyReport
 from langchain_vaultsearch.semantic.store_search import (
     asimilarity,
     best_per_chunk,
     fetch_k,
     similarity,
+)
+from langchain_vaultsearch.semantic.store_setup import (
+    check_writable,
+    collection_name_of,
+    delete_records,
+    embedded_chroma,
+    embeddings_id,
+    existing_records,
+    first_dimension,
+    guess_multilingual,
+    hold_embedded_clients,
+    missing_paths,
+    open_records,
+    read_only_records,
+    recorded_spec,
+    remove_created,
 )
 from langchain_vaultsearch.semantic.windows import (
     WINDOW_CHARS,
@@ -118,81 +127,6 @@ _CJK_WORD = re.compile(f"(?:{CJK_RUN.pattern.removesuffix('+')}){{2,}}")
 
 class EmbeddingModelMismatchError(ValueError):
     """The index was built with another embedding model."""
-
-
-@dataclass(frozen=True)
-class IndexProgress:
-    """Where a refresh is, for progress bars and `on_progress` callbacks.
-
-    Texts (the windows of each chunk) are what costs: a note of 40 chunks takes 40 times
-    as long as a note of one, so a bar of notes jumps and stalls; `texts_done` of
-    `texts_total` moves at the model's own pace, and its rate gives an honest time left.
-
-    Attributes:
-        notes_done: changed notes processed so far.
-        notes_total: changed notes this refresh processes.
-        chunks_done: chunks written so far.
-        texts_embedded: texts the model embedded so far (cache hits excluded).
-        elapsed_s: seconds since the refresh started.
-        texts_done: texts written so far (embedded, or reused from the cache).
-        texts_total: texts of the notes whose vectors this refresh writes.
-    """
-
-    notes_done: int
-    notes_total: int
-    chunks_done: int
-    texts_embedded: int
-    elapsed_s: float
-    texts_done: int = 0
-    texts_total: int = 0
-
-
-@dataclass
-class RefreshReport:
-    """What one refresh did.
-
-    Attributes:
-        added: notes embedded for the first time.
-        updated: notes whose changed text was embedded again.
-        removed: notes whose vectors were deleted.
-        unchanged: notes looked at whose chunks were already indexed (a touch, a restart).
-        chunks_written: chunks written to the store.
-        texts_embedded: texts sent to the model (windows; cache hits not counted).
-        repaired: notes whose interrupted write was cleaned up first.
-        background: True when the work was handed to a background thread.
-    """
-
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    chunks_written: int = 0
-    texts_embedded: int = 0
-    repaired: list[str] = field(default_factory=list)
-    background: bool = False
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    """How vault, records and store agree.
-
-    Attributes:
-        missing: vector ids the records list that the store does not have.
-        orphans: vector ids in the store that no record lists (None: the store cannot
-            list its ids, so orphans cannot be counted).
-        unindexed: searchable notes with no finished record, or whose chunks changed.
-        pending: notes with an interrupted write.
-    """
-
-    missing: list[str]
-    orphans: list[str] | None
-    unindexed: list[str]
-    pending: list[str]
-
-    @property
-    def ok(self) -> bool:
-        """Everything agrees."""
-        return not (self.missing or self.orphans or self.unindexed or self.pending)
 
 
 @dataclass(frozen=True)
@@ -319,7 +253,7 @@ class VaultIndex:
             if persist_directory is not None
             else vault.root / ".vaultsearch" / "semantic"
         )
-        self.collection_name = collection_name or _collection_name(vault.root)
+        self.collection_name = collection_name or collection_name_of(vault.root)
         remote = chroma_client is not None or chroma_host is not None
         if records_path is not None:
             path = Path(os.path.expanduser(os.fspath(records_path)))
@@ -334,11 +268,11 @@ class VaultIndex:
         self._concepts: ConceptVocabulary | None = None
         self._concepts_lock = threading.Lock()
         chroma_folder = None if vectorstore is not None or remote else home / "chroma"
-        records, stored = _existing_records(
+        records, stored = existing_records(
             path, rebuild=rebuild, model_given=embeddings is not None
         )
         # What this open may create, to be removed if it fails: the vault stays as it was.
-        created = _missing(
+        created = missing_paths(
             [chroma_folder] if chroma_folder is not None else [],
             [] if records is not None else [path, self._lock_path, clients_path],
         )
@@ -356,20 +290,20 @@ class VaultIndex:
             if embeddings is None:
                 # The index's own folder, or just the records when they live elsewhere.
                 disposable = home if path.parent == home else path
-                embeddings = _recorded_spec(records, stored, disposable)
+                embeddings = recorded_spec(records, stored, disposable)
             if chroma_folder is not None:
-                self._clients = _hold_clients(clients_path, self._lock_path, chroma_folder)
+                self._clients = hold_embedded_clients(clients_path, self._lock_path, chroma_folder)
             if rebuild or stored is None:
                 # This open writes (it records a model, or drops every vector): as the
                 # writer, so no other process opens a store being made or emptied.
                 if records is not None:
-                    _check_writable(records)
+                    check_writable(records)
                 elif path.exists() and not os.access(path.parent, os.W_OK):
-                    raise SemanticIndexUnavailable(_read_only_records(path))
+                    raise SemanticIndexUnavailable(read_only_records(path))
                 writing.enter_context(self._exclusive())
                 owned = True
                 if records is None and holds_records(path) and not rebuild:
-                    records = _open_records(path)  # made by another process meanwhile
+                    records = open_records(path)  # made by another process meanwhile
                     created = [p for p in created if not p.exists()]
                 stored = None if records is None else records.get_meta("model")
             model: Embeddings | Callable[[], Embeddings]
@@ -382,7 +316,7 @@ class VaultIndex:
                     self.model_id = stored
             else:
                 self._spec, model = None, embeddings
-                self.model_id = embedding_id or _model_id(embeddings)
+                self.model_id = embedding_id or embeddings_id(embeddings)
             if not rebuild and stored is not None and stored != self.model_id:
                 msg = (
                     f"This vector index was built with {stored!r}, not {self.model_id!r}; "
@@ -394,16 +328,16 @@ class VaultIndex:
             dimension = None
             if rebuild or stored is None:  # a model is about to be recorded: it must work
                 model = model if isinstance(model, Embeddings) else model()
-                dimension = _first_dimension(model, self.model_id)
+                dimension = first_dimension(model, self.model_id)
             if records is None:
                 if path.exists():
                     # Only now that the model works: a damaged file a rebuild replaces,
                     # or a 0-byte one, which holds nothing.
-                    _delete_records(path)
-                records = _open_records(path)
+                    delete_records(path)
+                records = open_records(path)
             self.records = records
             self.multilingual = (
-                multilingual if multilingual is not None else _guess_multilingual(self.model_id)
+                multilingual if multilingual is not None else guess_multilingual(self.model_id)
             )
             self.cached_embeddings = CachedEmbeddings(
                 model,
@@ -435,7 +369,7 @@ class VaultIndex:
             if self._chroma_client is not None:
                 self._chroma_client.close()
             if owned:  # else another process may be making these very files
-                _remove(created, chroma_folder)
+                remove_created(created, chroma_folder)
             writing.close()  # the writer goes before the shared hold it was taken from
             if self._clients is not None:
                 self._clients.close()
@@ -467,7 +401,7 @@ class VaultIndex:
             "collection_metadata": {"hnsw:space": "cosine"},
         }
         if folder is not None:
-            store, self._chroma_client = _embedded_chroma(folder, options, rebuild)
+            store, self._chroma_client = embedded_chroma(folder, options, rebuild)
             return store
         try:
             if client is None and host is not None:
@@ -623,7 +557,7 @@ class VaultIndex:
     @contextlib.contextmanager
     def _writer(self, blocking: bool = True) -> Iterator[None]:
         """This thread and process as the only writer, on records that can be written."""
-        _check_writable(self.records)
+        check_writable(self.records)
         with self._exclusive(blocking):
             yield
 
@@ -932,300 +866,3 @@ class VaultIndex:
             self._chroma_client.close()
         if self._clients is not None:
             self._clients.close()
-
-
-def _existing_records(
-    path: Path, *, rebuild: bool, model_given: bool
-) -> tuple[IndexRecords | None, str | None]:
-    """The records file already there and the model it records, if any.
-
-    A rebuild replaces the file, so one too damaged to read is no obstacle to it: the
-    rebuild goes on as for a new index, provided it is told the model (a damaged file
-    may not say which). A 0-byte file (`touch`, an interrupted copy) holds no index.
-
-    Raises:
-        SemanticIndexUnavailable: the file cannot be used, and this is not a rebuild
-            that can replace it.
-    """
-    if not holds_records(path):
-        return None, None
-    records: IndexRecords | None = None
-    spec = None
-    try:
-        records = _open_records(path)
-        stored = records.get_meta("model")
-        spec = records.get_meta("embedding_spec")
-        problem = records.damage() if rebuild else None
-        if problem is None:
-            return records, stored
-        raise SemanticIndexUnavailable(f"the vector index records {path} are damaged ({problem})")
-    except SemanticIndexUnavailable as exc:
-        if records is not None:
-            records.close()
-        if not rebuild:
-            raise
-        if not model_given:
-            built = "" if spec is None else f" (it was built with {spec[:100]!r})"
-            msg = (
-                f"{exc}; a rebuild replaces it once told the model{built}: "
-                "`vaultsearch index --embeddings SPEC --rebuild`"
-            )
-            raise SemanticIndexUnavailable(msg) from exc
-        logger.warning("Replacing the damaged vector index records %s: %s", path, exc)
-        return None, None
-
-
-def _delete_records(path: Path) -> None:
-    """Remove a records file and SQLite's files beside it, for a rebuild to start afresh.
-
-    Raises:
-        SemanticIndexUnavailable: they cannot be removed.
-    """
-    for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        try:
-            part.unlink(missing_ok=True)
-        except OSError as exc:
-            msg = f"the vector index records {part} cannot be replaced ({cause(exc)})"
-            raise SemanticIndexUnavailable(msg) from exc
-
-
-def _read_only_records(path: Path) -> str:
-    return (
-        f"the vector index {path} is read-only: it can be searched, but "
-        f"refreshing or rebuilding it needs write access to {path.parent}"
-    )
-
-
-def _open_records(path: Path) -> IndexRecords:
-    """The records file, or one line saying why it cannot be used and what to do."""
-    try:
-        return IndexRecords(path)
-    except ValueError as exc:
-        raise SemanticIndexUnavailable(cause(exc)) from exc
-    except OSError as exc:
-        msg = (
-            f"the vector index records {path} cannot be created ({cause(exc)}): "
-            f"{path.parent} must be a folder this process can write"
-        )
-        raise SemanticIndexUnavailable(msg) from exc
-
-
-def _hold_clients(path: Path, writer_lock: Path, chroma: Path) -> ClientsLock | None:
-    """This process's shared hold on embedded Chroma, or one line saying why it cannot open.
-
-    Raises:
-        SemanticIndexBusy: another process is writing the index.
-        SemanticIndexUnavailable: the lock cannot be made (a read-only folder).
-    """
-    try:
-        return hold_clients(path, writer_lock)
-    except IndexLockedError:
-        msg = (
-            f"the vector index in {chroma.parent} is being written by {holder(writer_lock)} (e.g. "
-            "`vaultsearch index`): semantic search can use it once that finishes, lexical "
-            "search is unaffected; processes that search while another indexes need a "
-            "Chroma server (chroma_host)"
-        )
-        raise SemanticIndexBusy(msg) from None
-    except OSError as exc:
-        if chroma.is_dir() and not os.access(chroma, os.W_OK):
-            raise SemanticIndexUnavailable(_read_only_chroma(chroma)) from exc
-        msg = (
-            f"the vector index lock {path} cannot be created ({cause(exc)}): {path.parent} "
-            "must be a folder this process can write"
-        )
-        raise SemanticIndexUnavailable(msg) from exc
-
-
-def _check_writable(records: IndexRecords) -> None:
-    """Refuse to write read-only records, in one line.
-
-    Raises:
-        SemanticIndexUnavailable: the records were opened read-only.
-    """
-    if records.read_only:
-        raise SemanticIndexUnavailable(_read_only_records(records.path))
-
-
-def _recorded_spec(records: IndexRecords | None, model_id: str | None, where: Path) -> str:
-    """The spec the records name, for an index opened without a model.
-
-    Args:
-        records: the index's records, if it has any.
-        model_id: the model they record.
-        where: what to delete to start over (the index's folder, or its records file).
-
-    Raises:
-        ValueError: there are no records: a new index needs a model.
-        SemanticIndexUnavailable: the records name no model (a run that failed before it
-            finished, or an older version's), a model no spec can load, or a bad spec.
-    """
-    if records is None:
-        msg = (
-            "VaultIndex needs embeddings: an Embeddings object or a spec such as "
-            "'huggingface:sentence-transformers/all-MiniLM-L6-v2' or "
-            "'openai:text-embedding-3-small'"
-        )
-        raise ValueError(msg)
-    fix = f"run `vaultsearch index --embeddings SPEC --rebuild`, or delete {where}"
-    spec = records.get_meta("embedding_spec")
-    if model_id is None:
-        problem = "records no embedding model (an earlier index run failed)"
-    elif spec is None:
-        problem = f"was built with {model_id}, a model object no spec names"
-        fix = f"pass that model (embeddings=...), or {fix}"
-    else:
-        try:
-            check_spec(spec)
-        except ValueError as exc:
-            problem = f"records an unusable embedding spec ({exc})"
-        else:
-            return spec
-    msg = f"the vector index in {where} {problem}: {fix}"
-    raise SemanticIndexUnavailable(msg)
-
-
-def _first_dimension(model: Embeddings, model_id: str) -> int:
-    """Embed one text before anything is written; its vector sets the index's size.
-
-    A model that loads but cannot embed (a wrong API key, no quota, a broken download)
-    then leaves no index behind whose every later run would fail.
-    """
-    try:
-        vector = model.embed_query(PROBE_TEXT)
-    except Exception as exc:
-        msg = (
-            f"the embedding model {model_id} cannot embed ({cause(exc)}): nothing was "
-            "written; check the model (or its API key and quota) and index again"
-        )
-        raise SemanticIndexUnavailable(msg) from exc
-    return check_vectors([vector], 1, None, model_id)
-
-
-def _embedded_chroma(
-    folder: Path, options: dict[str, Any], rebuild: bool
-) -> tuple[VectorStore, Client]:
-    """Chroma embedded in `folder`; a damaged folder is replaced on rebuild, else explained.
-
-    Returns:
-        The store and its client, which `VaultIndex.close` closes to free the files.
-
-    Raises:
-        SemanticIndexUnavailable: the folder is damaged, not a folder, or read-only (Chroma
-            writes to open it, even to search).
-    """
-    problem = refused_folder(folder)
-    if problem is None:
-        try:
-            return _open_chroma(folder, options)
-        except Exception as exc:
-            problem = cause(exc)
-    if folder.is_dir() and not os.access(folder, os.W_OK):
-        raise SemanticIndexUnavailable(_read_only_chroma(folder))
-    fix = f"run `vaultsearch index --rebuild`, or delete {folder}"
-    if rebuild:
-        try:
-            if folder.is_dir() and not folder.is_symlink():
-                shutil.rmtree(folder)
-            else:
-                folder.unlink()
-            return _open_chroma(folder, options)
-        except Exception as exc:
-            problem, fix = f"{problem}; then {cause(exc)}", f"delete {folder}"
-    msg = f"the vector store {folder} cannot be opened ({problem}): {fix}"
-    raise SemanticIndexUnavailable(msg)
-
-
-def _read_only_chroma(folder: Path) -> str:
-    """Why embedded Chroma in a read-only `folder` cannot be searched, and what to do."""
-    return (
-        f"the vector store {folder} is read-only, and Chroma writes to open it even to "
-        "search: make it writable, or copy the index folder somewhere writable and "
-        "open it there (persist_directory)"
-    )
-
-
-def _open_chroma(folder: Path, options: dict[str, Any]) -> tuple[VectorStore, Client]:
-    """Embedded Chroma in `folder`; on failure nothing of it stays open or cached."""
-    import chromadb
-    from langchain_chroma import Chroma
-
-    try:
-        # Typed as the ClientAPI protocol, which lacks the close() of its class.
-        client = cast("Client", chromadb.PersistentClient(path=str(folder)))
-    except Exception:
-        _forget_chroma(folder)
-        raise
-    try:
-        return Chroma(client=client, **options), client
-    except Exception:
-        client.close()
-        raise
-
-
-def _forget_chroma(folder: Path) -> None:
-    """Drop what chromadb keeps of a folder it failed to open.
-
-    chromadb caches a folder's system before starting it, so after a failed start every
-    later open of that folder in the process fails with an `AttributeError` instead of
-    the real cause, and a rebuild could not open the folder it recreated.
-    """
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    key = str(folder)
-    if key not in SharedSystemClient._identifier_to_refcount:  # no client uses it
-        SharedSystemClient._identifier_to_system.pop(key, None)
-
-
-def _missing(*groups: Iterable[Path]) -> list[Path]:
-    """The paths, and the folders above them, that do not exist yet, deepest first."""
-    found: set[Path] = set()
-    for path in (p for group in groups for p in group):
-        for candidate in (path, *path.parents):
-            if candidate.exists() or candidate.is_symlink():
-                break
-            found.add(candidate)
-    return sorted(found, key=lambda p: len(p.parts), reverse=True)
-
-
-def _remove(paths: Iterable[Path], tree: Path | None) -> None:
-    """Remove what a failed open created (`_missing` before it), deepest first.
-
-    Folders go only when empty, since another process (the lexical index) may have
-    written into them meanwhile; the Chroma folder `tree` holds only what Chroma wrote.
-    """
-    for path in paths:
-        with contextlib.suppress(OSError):
-            if path == tree and path.is_dir():
-                shutil.rmtree(path)
-            elif path.is_dir() and not path.is_symlink():
-                path.rmdir()
-            else:
-                path.unlink()
-
-
-def _collection_name(root: Path) -> str:
-    """A Chroma collection name of this vault: readable, unique per folder, valid."""
-    stem = "".join(ch if ch.isalnum() else "-" for ch in root.name.lower())[:40].strip("-")
-    digest = hashlib.sha1(str(root).encode(), usedforsecurity=False).hexdigest()[:10]
-    return f"vaultsearch-{stem or 'vault'}-{digest}"
-
-
-def _model_id(model: Embeddings) -> str:
-    name = next(
-        (
-            value
-            for attr in ("model_name", "model", "size")
-            if isinstance(value := getattr(model, attr, None), (str, int))
-        ),
-        "",
-    )
-    return f"{type(model).__module__}.{type(model).__qualname__}:{name}"
-
-
-_MULTILINGUAL_HINTS = ("multilingual", "labse", "bge-m3", "e5", "openai:", "gte-", "jina")
-
-
-def _guess_multilingual(model_id: str) -> bool:
-    lowered = model_id.lower()
-    return any(hint in lowered for hint in _MULTILINGUAL_HINTS)
