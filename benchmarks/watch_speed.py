@@ -60,7 +60,7 @@ def _open(root: Path, mode: str) -> tuple[Vault, TieredLexicalRetriever]:
     retriever = TieredLexicalRetriever(vault=vault, k=K)
     retriever.invoke(SYNTHETIC_QUERIES[0])
     retriever.wait_for_index()
-    backend = type(vault._watcher).__name__ if vault.watching else "-"
+    backend = type(vault.watcher).__name__ if vault.watching else "-"
     if mode != "no watcher" and not backend.lower().startswith(mode):
         sys.exit(f"{mode} is unavailable here (got {backend}): nothing to compare")
     return vault, retriever
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for mode in MODES:
         vault = opened[mode][0]
-        backend = type(vault._watcher).__name__ if vault.watching else "-"
+        backend = type(vault.watcher).__name__ if vault.watching else "-"
         query_p50, query_p95 = _percentiles(latencies[mode])
         refresh_p50, refresh_p95 = _percentiles(refreshes[mode])
         rows.append(

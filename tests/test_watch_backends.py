@@ -54,8 +54,8 @@ def use_notify(monkeypatch: pytest.MonkeyPatch, notify: Callable[..., object]) -
 
 
 def watcher_of(vault: Vault) -> WatchfilesWatcher:
-    assert isinstance(vault._watcher, WatchfilesWatcher)
-    return vault._watcher
+    assert isinstance(vault.watcher, WatchfilesWatcher)
+    return vault.watcher
 
 
 class LaggingNotify:

@@ -56,8 +56,8 @@ def inotify(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def inotify_watcher(vault: Vault) -> InotifyWatcher:
-    assert isinstance(vault._watcher, InotifyWatcher)
-    return vault._watcher
+    assert isinstance(vault.watcher, InotifyWatcher)
+    return vault.watcher
 
 
 NOTES = {
@@ -357,7 +357,7 @@ def test_watched_and_walked_refreshes_report_the_same_changes(
 
 def backend_of(vault: Vault) -> str:
     return {"InotifyWatcher": "inotify", "WatchfilesWatcher": "watchfiles"}[
-        type(vault._watcher).__name__
+        type(vault.watcher).__name__
     ]
 
 
