@@ -404,14 +404,7 @@ class Vault:
     def walk_files(
         self, watcher: FolderWatcher | None
     ) -> tuple[dict[str, tuple[str, Stamp]], bool]:
-        """`list_files`, putting a watch on each folder before listing it (see `FolderWalk`).
-
-        Args:
-            watcher: where the watches go (`note_files.NoteFiles`); None sets none.
-
-        Returns:
-            The files, and whether the watcher's events report every change to them.
-        """
+        """`list_files` with a watch put on each folder first: `FolderWalk.walk_files`."""
         return self._folders.walk_files(watcher)
 
     def _inside_root(self, real_path: str) -> bool:
