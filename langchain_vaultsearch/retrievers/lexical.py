@@ -220,7 +220,10 @@ class TieredLexicalRetriever(BaseRetriever):
         if "#" not in query and not any("#" in term for term in terms):
             return query, terms
         index = self._core.index
-        index.sync()
+        if not index.feed.started:
+            # The first search decides whether a large vault is scanned while it builds:
+            # let it decide before the tags are read (the search itself syncs again).
+            index.sync()
         if not index.index_ready:
             return query, terms
         carried = self._core.vault.tag_catalog.carried
