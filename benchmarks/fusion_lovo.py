@@ -78,9 +78,10 @@ class Query:
     scores: dict[str, float] = field(default_factory=dict)
 
 
-def _ndcg(query: Query, docs: Sequence[Document]) -> float:
+def ndcg(judged: JudgedQuery, docs: Sequence[Document]) -> float:
+    """nDCG@10 of a result list over its distinct notes."""
     paths = [normalize_note_path(str(doc.metadata["path"])) for doc in docs]
-    return ndcg_at_k(distinct(paths, CUTOFF), query.judged.relevant, CUTOFF)
+    return ndcg_at_k(distinct(paths, CUTOFF), judged.relevant, CUTOFF)
 
 
 def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
@@ -282,9 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = rule_settings()
     for q in [*tuning, *held]:
         for name, run in fixed.items():
-            q.scores[name] = _ndcg(q, run(q))
+            q.scores[name] = ndcg(q.judged, run(q))
         for number, rules in enumerate(settings):
-            q.scores[f"rules{number}"] = _ndcg(q, with_rules(rules)(q))
+            q.scores[f"rules{number}"] = ndcg(q.judged, with_rules(rules)(q))
     vaults = sorted({q.vault for q in tuning})
     shown = [*fixed, "tuned"]
     for left_out in [*vaults, *(["held-out"] if held else [])]:

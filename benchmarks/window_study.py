@@ -30,7 +30,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import format_table
-from benchmarks.fusion_lovo import _ndcg
+from benchmarks.fusion_lovo import ndcg
 from benchmarks.judged_runs import judged_sets
 from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings
 from langchain_vaultsearch.semantic import index as index_module
@@ -91,18 +91,12 @@ def run_variant(name: str, sets: Sequence[tuple[Path, Path]], embeddings: str) -
                         (
                             vault.name,
                             judged.kind,
-                            _score(judged, semantic.invoke(judged.query)),
-                            _score(judged, default.invoke(judged.query)),
+                            ndcg(judged, semantic.invoke(judged.query)),
+                            ndcg(judged, default.invoke(judged.query)),
                         )
                     )
             index.close()
     return rows
-
-
-def _score(judged: Any, docs: list[Any]) -> float:  # noqa: ANN401
-    from benchmarks.fusion_lovo import Query
-
-    return _ndcg(Query("", judged, [], [], [], [], carried_tag=False), docs)
 
 
 def main(argv: list[str] | None = None) -> int:
