@@ -33,7 +33,7 @@ from benchmarks.common import format_table
 from benchmarks.fusion_lovo import ndcg
 from benchmarks.judged_runs import judged_sets
 from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings
-from langchain_vaultsearch.semantic import index as index_module
+from langchain_vaultsearch.semantic import vector_writer as writer_module
 from langchain_vaultsearch.semantic.windows import embedding_windows
 from langchain_vaultsearch.text.chunking import Chunk
 
@@ -54,7 +54,7 @@ def variant_windows(options: dict[str, Any]) -> Iterator[None]:
     if not options.get("title"):
         yield
         return
-    with mock.patch.object(index_module, "embedding_windows", _titled):
+    with mock.patch.object(writer_module, "embedding_windows", _titled):
         yield
 
 

@@ -150,27 +150,23 @@ def local_search(
         ValueError: no vault to search, both `vault` and `vault_path`, a `k`
             out of range, a non-string query, or a time expression that cannot be read.
     """
-    run = _prepare(
+    retrievers = search_retrievers(
+        vault=vault,
+        vault_path=vault_path,
+        filter_retriever=filter_retriever,
+        retriever=retriever,
+        lexical_retriever=lexical_retriever,
+    )
+    plan = _plan(
         query,
-        search_retrievers(
-            vault=vault,
-            vault_path=vault_path,
-            filter_retriever=filter_retriever,
-            retriever=retriever,
-            lexical_retriever=lexical_retriever,
-        ),
+        retrievers,
         time_range=time_range,
         read_period=read_period,
         salient_terms=salient_terms,
         k=k,
         now=now,
     )
-    found = run.filter_retriever.run(run.plan, now=now)
-    searched: list[Document] = []
-    if run.retriever is not None:
-        raise_if_cancelled()
-        searched = run.retriever.invoke(run.plan.query, config, **run.retriever_kwargs)
-    return run.result(found, searched)
+    return run_plan(plan, retrievers, now=now, config=config)
 
 
 async def alocal_search(
@@ -189,25 +185,59 @@ async def alocal_search(
     config: RunnableConfig | None = None,
 ) -> LocalSearchResult:
     """Async twin of `local_search`: the filter and the main retriever run concurrently."""
-    run = _prepare(
+    retrievers = search_retrievers(
+        vault=vault,
+        vault_path=vault_path,
+        filter_retriever=filter_retriever,
+        retriever=retriever,
+        lexical_retriever=lexical_retriever,
+    )
+    plan = _plan(
         query,
-        search_retrievers(
-            vault=vault,
-            vault_path=vault_path,
-            filter_retriever=filter_retriever,
-            retriever=retriever,
-            lexical_retriever=lexical_retriever,
-        ),
+        retrievers,
         time_range=time_range,
         read_period=read_period,
         salient_terms=salient_terms,
         k=k,
         now=now,
     )
-    filtering = asyncio.to_thread(run.filter_retriever.run, run.plan, now=now)
+    return await arun_plan(plan, retrievers, now=now, config=config)
+
+
+def run_plan(
+    plan: QueryPlan,
+    retrievers: SearchRetrievers,
+    *,
+    now: datetime | None = None,
+    config: RunnableConfig | None = None,
+) -> LocalSearchResult:
+    """`local_search` of a question already planned (by `plan_query`, with `filtering=True`).
+
+    For a caller that planned the question to choose its retrievers (`VaultSearch`): the
+    question is read once, and the plan that chose them is the plan that runs.
+    """
+    run = _Run.of(plan, retrievers)
+    found = run.filter_retriever.run(plan, now=now)
+    searched: list[Document] = []
+    if run.retriever is not None:
+        raise_if_cancelled()
+        searched = run.retriever.invoke(plan.query, config, **run.retriever_kwargs)
+    return run.result(found, searched)
+
+
+async def arun_plan(
+    plan: QueryPlan,
+    retrievers: SearchRetrievers,
+    *,
+    now: datetime | None = None,
+    config: RunnableConfig | None = None,
+) -> LocalSearchResult:
+    """Async twin of `run_plan`: the filter and the main retriever run concurrently."""
+    run = _Run.of(plan, retrievers)
+    filtering = asyncio.to_thread(run.filter_retriever.run, plan, now=now)
     if run.retriever is None:
         return run.result(await filtering, [])
-    searching = run.retriever.ainvoke(run.plan.query, config, **run.retriever_kwargs)
+    searching = run.retriever.ainvoke(plan.query, config, **run.retriever_kwargs)
     found, searched = await asyncio.gather(filtering, searching)
     return run.result(found, searched)
 
@@ -220,6 +250,19 @@ class _Run:
     filter_retriever: FilterRetriever
     retriever: BaseRetriever | None
     retriever_kwargs: dict[str, Any]
+
+    @classmethod
+    def of(cls, plan: QueryPlan, retrievers: SearchRetrievers) -> _Run:
+        chosen: BaseRetriever | None = None
+        if plan.searches:
+            # Tags are exact terms: whatever the main retriever is, lexical search matches them.
+            chosen = retrievers.lexical_retriever if plan.tags else retrievers.retriever
+        kwargs: dict[str, Any] = {}
+        if isinstance(chosen, VAULT_RETRIEVERS):
+            kwargs = {"k": plan.limit, "salient_terms": list(plan.salient_terms)}
+        elif isinstance(chosen, KeywordDocumentRetriever):
+            kwargs = {"k": plan.limit}
+        return cls(plan, retrievers.filter_retriever, chosen, kwargs)
 
     def result(self, found: FilterResult, searched: Sequence[Document]) -> LocalSearchResult:
         merged = merge_filter_and_search_results(found.documents, searched)
@@ -239,7 +282,7 @@ class _Run:
         )
 
 
-def _prepare(
+def _plan(
     query: str,
     retrievers: SearchRetrievers,
     *,
@@ -248,32 +291,21 @@ def _prepare(
     salient_terms: Sequence[str] | None,
     k: int,
     now: datetime | None,
-) -> _Run:
+) -> QueryPlan:
     if not isinstance(query, str):
         msg = f"query must be a string, got {type(query).__name__}"
         raise ValueError(msg)
     result_limit(k, "k")
-    main = retrievers.retriever
-    plan = plan_query(
+    return plan_query(
         query,
         k=k,
-        available=_available(main, retrievers.filter_retriever),
+        available=_available(retrievers.retriever, retrievers.filter_retriever),
         time_range=time_range,
         read_period=read_period,
         salient_terms=salient_terms,
         filtering=True,
         now=now,
     )
-    chosen: BaseRetriever | None = None
-    if plan.searches:
-        # Tags are exact terms: whatever the main retriever is, lexical search matches them.
-        chosen = retrievers.lexical_retriever if plan.tags else main
-    kwargs: dict[str, Any] = {}
-    if isinstance(chosen, VAULT_RETRIEVERS):
-        kwargs = {"k": plan.limit, "salient_terms": list(plan.salient_terms)}
-    elif isinstance(chosen, KeywordDocumentRetriever):
-        kwargs = {"k": plan.limit}
-    return _Run(plan, retrievers.filter_retriever, chosen, kwargs)
 
 
 def _available(retriever: BaseRetriever, filter_retriever: FilterRetriever) -> Available:

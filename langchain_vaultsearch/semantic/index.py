@@ -38,17 +38,14 @@ import logging
 import os
 import re
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+from langchain_core.vectorstores import VectorStore
 
-from langchain_vaultsearch.search.chunk_cache import ChunkCache, read_chunks
+from langchain_vaultsearch.search.chunk_cache import ChunkCache
 from langchain_vaultsearch.semantic.cached_embeddings import (
     CachedEmbeddings,
 )
@@ -61,14 +58,13 @@ from langchain_vaultsearch.semantic.embeddings import (
 )
 from langchain_vaultsearch.semantic.errors import (
     SemanticIndexUnavailable,
-    cause,
 )
 from langchain_vaultsearch.semantic.lock import (
     ClientsLock,
     IndexLockedError,
     lock_file,
 )
-from langchain_vaultsearch.semantic.records import holds_records, text_hash
+from langchain_vaultsearch.semantic.records import holds_records
 from langchain_vaultsearch.semantic.reports import IndexProgress, RefreshReport, VerifyReport
 from langchain_vaultsearch.semantic.store_search import (
     asimilarity,
@@ -78,9 +74,9 @@ from langchain_vaultsearch.semantic.store_search import (
 )
 from langchain_vaultsearch.semantic.store_setup import (
     check_writable,
+    chroma_store,
     collection_name_of,
     delete_records,
-    embedded_chroma,
     embeddings_id,
     existing_records,
     first_dimension,
@@ -92,16 +88,13 @@ from langchain_vaultsearch.semantic.store_setup import (
     recorded_spec,
     remove_created,
 )
+from langchain_vaultsearch.semantic.vector_writer import VectorWriter
 from langchain_vaultsearch.semantic.windows import (
     WINDOW_CHARS,
     WINDOW_OVERLAP,
     check_window_options,
-    embedding_windows,
 )
-from langchain_vaultsearch.text.chunking import Chunk
 from langchain_vaultsearch.text.tokenize import CJK_RUN
-from langchain_vaultsearch.vault.change_feed import ChangeFeed
-from langchain_vaultsearch.vault.note_info import NoteInfo
 from langchain_vaultsearch.vault.vault import Vault
 
 if TYPE_CHECKING:
@@ -112,29 +105,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT = "vaultsearch-vectors-1"
-"""Part of every note's hash: a new chunking or windowing scheme re-embeds once."""
 INLINE_REFRESH_NOTES = 8
 """Changed notes a query waits for; more are embedded in the background."""
 READERS_WAIT_S = 10.0
 """How long a refresh waits for other processes (a search) to close embedded Chroma."""
 _CHUNK_CACHE_BYTES = 16 * 1024 * 1024
-# The ids this index gives vectors: `<chunk id>~<window>`; others in a shared store are
-# left alone.
-_VECTOR_ID = re.compile(r"#\d+~\d+$")
 _CJK_WORD = re.compile(f"(?:{CJK_RUN.pattern.removesuffix('+')}){{2,}}")
 
 
 class EmbeddingModelMismatchError(ValueError):
     """The index was built with another embedding model."""
-
-
-@dataclass(frozen=True)
-class _Pending:
-    """Notes to write and notes to delete, pulled from the feed."""
-
-    updated: tuple[NoteInfo, ...]
-    removed: tuple[str, ...]
 
 
 class VaultIndex:
@@ -162,6 +142,12 @@ class VaultIndex:
     Chroma is thread-safe but not process-safe, so processes take turns: see the module
     docstring); `vectorstore` takes any LangChain store that accepts ids, or a function
     building one from the index's (caching) embeddings.
+
+    What is written, and how it is checked, is `VectorWriter`'s; opening a store's parts is
+    `store_setup`'s. The class stays near 500 lines because its constructor is one
+    sequence on purpose: records, locks, model and store open in an order that lets a
+    failed open remove exactly what it created, and splitting it would spread that order
+    over several places.
     """
 
     def __init__(  # noqa: PLR0915 - one validation step per option
@@ -245,8 +231,6 @@ class VaultIndex:
         if vectorstore is None:
             require_extra("langchain_chroma", "chroma")  # before a model loads for nothing
         self.vault = vault
-        self.window_chars = window_chars
-        self.window_overlap = window_overlap
         self.inline_refresh_notes = inline_refresh_notes
         home = (
             Path(os.path.expanduser(os.fspath(persist_directory)))
@@ -282,8 +266,6 @@ class VaultIndex:
         """This process's shared hold on embedded Chroma while its client is open."""
         self._write_lock = threading.Lock()
         self._background: threading.Thread | None = None
-        self._progress: IndexProgress | None = None
-        """Where this process's running write is (None when none runs)."""
         owned = False  # whether this open holds the writer: only then may it remove files
         writing = contextlib.ExitStack()
         try:
@@ -347,14 +329,27 @@ class VaultIndex:
                 requests_per_minute=requests_per_minute,
             )
             if vectorstore is None:
-                self.store = self._chroma(
-                    chroma_folder, chroma_client, chroma_host, chroma_port, rebuild
+                self.store, self._chroma_client = chroma_store(
+                    self.collection_name,
+                    self.cached_embeddings,
+                    folder=chroma_folder,
+                    client=chroma_client,
+                    host=chroma_host,
+                    port=chroma_port,
+                    rebuild=rebuild,
                 )
             elif isinstance(vectorstore, VectorStore):
                 self.store = vectorstore
             else:
                 self.store = vectorstore(self.cached_embeddings)
-            self.feed = ChangeFeed(vault, with_text=False)
+            self.writer = VectorWriter(
+                vault,
+                records=self.records,
+                store=self.store,
+                cached_embeddings=self.cached_embeddings,
+                window_chars=window_chars,
+                window_overlap=window_overlap,
+            )
             self.chunks = ChunkCache(vault, budget_bytes=_CHUNK_CACHE_BYTES)
             if rebuild:
                 self._clear()
@@ -382,42 +377,6 @@ class VaultIndex:
         return self.cached_embeddings.embeddings
 
     # ------------------------------------------------------------------ setup
-
-    def _chroma(
-        self,
-        folder: Path | None,
-        client: ClientAPI | None,
-        host: str | None,
-        port: int,
-        rebuild: bool,
-    ) -> VectorStore:
-        """Chroma: embedded in `folder`, or on a server (a client, or `host` and `port`)."""
-        from langchain_chroma import Chroma
-
-        options: dict[str, Any] = {
-            "collection_name": self.collection_name,
-            "embedding_function": self.cached_embeddings,
-            # Cosine distance: relevance = 1 - distance is the cosine similarity.
-            "collection_metadata": {"hnsw:space": "cosine"},
-        }
-        if folder is not None:
-            store, self._chroma_client = embedded_chroma(folder, options, rebuild)
-            return store
-        try:
-            if client is None and host is not None:
-                import chromadb
-
-                client = chromadb.HttpClient(host=host, port=port)
-            return Chroma(client=client, **options)
-        except Exception as exc:
-            where = (
-                "the given Chroma client" if host is None else f"the Chroma server {host}:{port}"
-            )
-            msg = (
-                f"cannot open the vector collection {self.collection_name} on {where} "
-                f"({cause(exc)}): check that the server is running and reachable"
-            )
-            raise SemanticIndexUnavailable(msg) from exc
 
     def _record_model(self) -> None:
         """Record this index's model: later opens find it, and refuse any other."""
@@ -448,13 +407,13 @@ class VaultIndex:
             reset()
         else:
             ids = [i for r in self.records.notes() for i in (*r.vector_ids, *r.pending_ids)]
-            self._delete(ids)
+            self.writer.delete(ids)
         self.records.clear()
         self._record_model()
         with self._concepts_lock:
             self._concepts_path.unlink(missing_ok=True)
             self._concepts = None
-        self.feed = ChangeFeed(self.vault, with_text=False)
+        self.writer.restart()
 
     # ------------------------------------------------------------------ writing
 
@@ -474,7 +433,7 @@ class VaultIndex:
         if self._background is not None:
             self._background.join()
         with self._writer():
-            return self._write(self._pull(), on_progress)
+            return self.writer.write(self.writer.pull(), on_progress)
 
     async def arefresh(
         self, on_progress: Callable[[IndexProgress], None] | None = None
@@ -521,15 +480,15 @@ class VaultIndex:
                 # semantic search in a fresh process finds hits and drops them all.
                 self.vault.refresh()
                 return None
-            pending = self._pull()
+            pending = self.writer.pull()
             if len(pending.updated) <= self.inline_refresh_notes:
-                return self._write(pending, None)
+                return self.writer.write(pending, None)
             writer = stack.pop_all()  # the background thread releases the writer
 
         def run() -> None:
             with writer:
                 try:
-                    self._write(pending, None)
+                    self.writer.write(pending, None)
                 except Exception:
                     logger.exception("Background embedding of %s failed", self.vault.root)
 
@@ -544,7 +503,7 @@ class VaultIndex:
         Searches meanwhile use the vectors already written: a first index of a large vault
         is searchable, partly, from its first batch on.
         """
-        return self._progress
+        return self.writer.progress
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for a background refresh; True when none is running any more."""
@@ -581,219 +540,9 @@ class VaultIndex:
         finally:
             self._write_lock.release()
 
-    def _pull(self) -> _Pending:
-        """The notes to (re)write and delete since the last refresh (writer held)."""
-        first = not self.feed.started
-        changes = self.feed.pull()
-        removed = set(changes.removed)
-        updated = []
-        for info, _text in changes.updated:
-            if info.searchable:
-                updated.append(info)
-            else:
-                removed.add(info.path)
-        if first:
-            updated.extend(self._reconcile_store(removed, {info.path for info in updated}))
-        return _Pending(tuple(updated), tuple(sorted(removed)))
-
-    def _reconcile_store(self, removed: set[str], queued: set[str]) -> list[NoteInfo]:
-        """Once per process: records of deleted notes, half-written notes, lost vectors.
-
-        Notes deleted while no process ran are added to `removed`. Notes left half-written
-        by a killed refresh, or whose vectors the store no longer has (a store emptied or
-        replaced behind the records' back), are returned to be written again: their
-        vectors come from the cache, so this costs no model calls. Vectors in the store
-        that no record lists and whose ids are this index's are deleted.
-        """
-        known = self.vault.notes
-        stored = self._store_ids()
-        recorded: set[str] = set()
-        redo = []
-        for record in self.records.notes():
-            recorded.update(record.vector_ids)
-            if record.path not in known:
-                removed.add(record.path)
-                continue
-            lost = stored is not None and not stored.issuperset(record.vector_ids)
-            if (record.pending_ids or lost) and record.path not in queued:
-                redo.append(known[record.path])
-            if lost:
-                self.records.forget([record.path])
-        if stored is not None:
-            self._delete(sorted(i for i in stored - recorded if _VECTOR_ID.search(i)))
-        return redo
-
-    def _write(
-        self, pending: _Pending, on_progress: Callable[[IndexProgress], None] | None
-    ) -> RefreshReport:
-        """Apply pulled changes to the store and the records (writer held)."""
-        report = RefreshReport()
-        started = time.monotonic()
-        embedded_before = self.cached_embeddings.texts_embedded
-        total = len(pending.updated)
-        try:
-            self._remove(pending.removed, report)
-            # First what will be written, so that progress counts texts of a known total
-            # from the start; the chunks are read again when written (not held: a first
-            # index of a large vault would hold all its text).
-            todo: list[NoteInfo] = []
-            texts_total = 0
-            for info in pending.updated:
-                changed = self._changed_windows(info)
-                if changed is None:
-                    report.unchanged += 1
-                elif changed:
-                    todo.append(info)
-                    texts_total += changed
-            texts_done = 0
-
-            def progress(notes_done: int) -> None:
-                self._progress = IndexProgress(
-                    notes_done=notes_done,
-                    notes_total=total,
-                    chunks_done=report.chunks_written,
-                    texts_embedded=self.cached_embeddings.texts_embedded - embedded_before,
-                    elapsed_s=time.monotonic() - started,
-                    texts_done=texts_done,
-                    texts_total=max(texts_total, texts_done),
-                )
-                if on_progress is not None:
-                    on_progress(self._progress)
-
-            progress(total - len(todo))
-            batch: list[tuple[NoteInfo, str, list[Chunk]]] = []
-            windows = 0
-            for done, info in enumerate(todo, 1):
-                read = read_chunks(self.vault, info)
-                if read is not None:
-                    chunks = read[1]
-                    batch.append((info, self._digest(chunks), chunks))
-                    windows += sum(len(self._windows(c)) for c in chunks)
-                if windows >= self.cached_embeddings.batch_size or done == len(todo):
-                    self._store_batch(batch, report)
-                    texts_done += windows
-                    batch, windows = [], 0
-                    progress(total - len(todo) + done)
-        except BaseException:
-            # The feed counted these changes as applied: start over from the records, which
-            # know exactly what was finished.
-            self.feed = ChangeFeed(self.vault, with_text=False)
-            raise
-        finally:
-            self._progress = None
-        report.texts_embedded = self.cached_embeddings.texts_embedded - embedded_before
-        return report
-
-    def _changed_windows(self, info: NoteInfo) -> int | None:
-        """The texts a note's vectors need, or None when its finished record is current.
-
-        0 for a note that can no longer be read (deleted since the feed listed it).
-        """
-        read = read_chunks(self.vault, info)
-        if read is None:
-            return 0
-        chunks = read[1]
-        record = self.records.note(info.path)
-        current = record is not None and not record.pending_ids
-        if current and record is not None and record.text_hash == self._digest(chunks):
-            return None
-        return sum(len(self._windows(chunk)) for chunk in chunks)
-
-    def _remove(self, paths: Sequence[str], report: RefreshReport) -> None:
-        records = [r for r in map(self.records.note, paths) if r is not None]
-        self._delete([i for r in records for i in (*r.vector_ids, *r.pending_ids)])
-        self.records.forget(r.path for r in records)
-        report.removed.extend(r.path for r in records)
-
-    def _store_batch(
-        self, batch: list[tuple[NoteInfo, str, list[Chunk]]], report: RefreshReport
-    ) -> None:
-        """Write a batch of notes: pending ids first, then the store, then the records."""
-        if not batch:
-            return
-        documents: list[Document] = []
-        new_ids: dict[str, list[str]] = {}
-        old_ids: dict[str, tuple[str, ...]] = {}
-        for info, _digest, chunks in batch:
-            record = self.records.note(info.path)
-            old_ids[info.path] = () if record is None else (*record.vector_ids, *record.pending_ids)
-            if record is not None and record.pending_ids:
-                report.repaired.append(info.path)
-            (report.updated if record is not None and record.text_hash else report.added).append(
-                info.path
-            )
-            ids = new_ids.setdefault(info.path, [])
-            for chunk in chunks:
-                for window, text in enumerate(self._windows(chunk)):
-                    vector_id = f"{chunk.id}~{window}"
-                    ids.append(vector_id)
-                    documents.append(
-                        Document(
-                            page_content=text,
-                            metadata={"chunkId": chunk.id, "path": info.path, "window": window},
-                            id=vector_id,
-                        )
-                    )
-            report.chunks_written += len(chunks)
-        self.records.begin_write({path: [*ids, *old_ids[path]] for path, ids in new_ids.items()})
-        stale = [i for path, ids in old_ids.items() for i in ids if i not in set(new_ids[path])]
-        self._delete(stale)
-        if documents:
-            self.store.add_documents(documents, ids=[doc.id for doc in documents])
-        self.records.finish_write(
-            {info.path: (digest, new_ids[info.path]) for info, digest, _c in batch}
-        )
-
-    def _delete(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), 500):
-            self.store.delete(list(ids[start : start + 500]))
-
-    def _windows(self, chunk: Chunk) -> list[str]:
-        return embedding_windows(chunk, self.window_chars, self.window_overlap)
-
-    def _digest(self, chunks: list[Chunk]) -> str:
-        """The identity of what a note's vectors are made of (format, windows, chunks)."""
-        parts = [INDEX_FORMAT, str(self.window_chars), str(self.window_overlap)]
-        parts.extend(f"{c.id}\x00{c.heading}\x00{c.content}" for c in chunks)
-        return text_hash("\x01".join(parts))
-
-    # ------------------------------------------------------------------ checking
-
     def verify(self) -> VerifyReport:
         """Compare vault, records and store: what is missing, orphaned or not indexed."""
-        recorded: set[str] = set()
-        pending = []
-        hashes = {}
-        for record in self.records.notes():
-            recorded.update(record.vector_ids)
-            hashes[record.path] = record.text_hash
-            if record.pending_ids:
-                pending.append(record.path)
-        stored = self._store_ids()
-        if stored is not None:
-            missing = sorted(recorded - stored)
-            orphans: list[str] | None = sorted(stored - recorded)
-        else:
-            found = {doc.id for doc in self.store.get_by_ids(sorted(recorded))}
-            missing, orphans = sorted(recorded - found), None
-        self.vault.refresh()
-        unindexed = []
-        for path, info in self.vault.notes.items():
-            if not info.searchable:
-                continue
-            read = read_chunks(self.vault, info)
-            if read is not None and hashes.get(path) != self._digest(read[1]):
-                unindexed.append(path)
-        return VerifyReport(missing, orphans, sorted(unindexed), sorted(pending))
-
-    def _store_ids(self) -> set[str] | None:
-        """Every id in the store, where the store can list them (Chroma, in-memory)."""
-        if isinstance(self.store, InMemoryVectorStore):
-            return set(self.store.store)
-        get = getattr(self.store, "get", None)
-        if callable(get) and hasattr(self.store, "_collection"):
-            return set(get(include=[])["ids"])
-        return None
+        return self.writer.verify()
 
     # ------------------------------------------------------------------ reading
 

@@ -33,6 +33,7 @@ from langchain_vaultsearch.semantic.lock import ClientsLock, IndexLockedError, h
 from langchain_vaultsearch.semantic.records import IndexRecords, holds_records
 
 if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
     from chromadb.api.client import Client
 
 logger = logging.getLogger(__name__)
@@ -205,6 +206,50 @@ def first_dimension(model: Embeddings, model_id: str) -> int:
         )
         raise SemanticIndexUnavailable(msg) from exc
     return check_vectors([vector], 1, None, model_id)
+
+
+def chroma_store(
+    collection_name: str,
+    embeddings: Embeddings,
+    *,
+    folder: Path | None,
+    client: ClientAPI | None,
+    host: str | None,
+    port: int,
+    rebuild: bool,
+) -> tuple[VectorStore, Client | None]:
+    """Chroma: embedded in `folder`, or on a server (a client, or `host` and `port`).
+
+    Returns:
+        The store, and the embedded client the index must close (None for a server).
+
+    Raises:
+        SemanticIndexUnavailable: the folder cannot be opened (see `embedded_chroma`), or
+            the server cannot be reached.
+    """
+    from langchain_chroma import Chroma
+
+    options: dict[str, Any] = {
+        "collection_name": collection_name,
+        "embedding_function": embeddings,
+        # Cosine distance: relevance = 1 - distance is the cosine similarity.
+        "collection_metadata": {"hnsw:space": "cosine"},
+    }
+    if folder is not None:
+        return embedded_chroma(folder, options, rebuild)
+    try:
+        if client is None and host is not None:
+            import chromadb
+
+            client = chromadb.HttpClient(host=host, port=port)
+        return Chroma(client=client, **options), None
+    except Exception as exc:
+        where = "the given Chroma client" if host is None else f"the Chroma server {host}:{port}"
+        msg = (
+            f"cannot open the vector collection {collection_name} on {where} "
+            f"({cause(exc)}): check that the server is running and reachable"
+        )
+        raise SemanticIndexUnavailable(msg) from exc
 
 
 def embedded_chroma(
