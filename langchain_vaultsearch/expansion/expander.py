@@ -150,17 +150,12 @@ class QueryExpander:
             `EMPTY_EXPANSION` for a blank query.
         """
         key = query.strip()
-        if not key:
-            return EMPTY_EXPANSION
-        cached = self._cached(key)
-        if cached is not None:
-            return cached
-        llm = self.llm
-        if llm is None:
-            return fallback_expansion(key, self.min_term_length)
+        known = self._known(key)
+        if isinstance(known, ExpandedQuery):
+            return known
         prompt = build_expansion_prompt(key, self.max_variants)
         try:
-            message = _call_within(lambda: llm.invoke(prompt), self.timeout_s)
+            message = _call_within(lambda: known.invoke(prompt), self.timeout_s)
         except FutureTimeoutError:
             return self._fail(key, f"got no answer within {self.timeout_s:g} s")
         except Exception as exc:
@@ -177,16 +172,10 @@ class QueryExpander:
             As `expand`.
         """
         key = query.strip()
-        if not key:
-            return EMPTY_EXPANSION
-        cached = self._cached(key)
-        if cached is not None:
-            return cached
-        if self.llm is None:
-            return fallback_expansion(key, self.min_term_length)
-        task = asyncio.ensure_future(
-            self.llm.ainvoke(build_expansion_prompt(key, self.max_variants))
-        )
+        known = self._known(key)
+        if isinstance(known, ExpandedQuery):
+            return known
+        task = asyncio.ensure_future(known.ainvoke(build_expansion_prompt(key, self.max_variants)))
         try:
             # asyncio.wait, unlike wait_for, returns at the deadline even if the model
             # ignores its cancellation.
@@ -202,6 +191,17 @@ class QueryExpander:
         except Exception as exc:
             return self._fail(key, f"failed ({type(exc).__name__}: {exc})")
         return self._read(key, message)
+
+    def _known(self, key: str) -> ExpandedQuery | BaseChatModel:
+        """What needs no model call (a blank query, a cached key, no model), else the model."""
+        if not key:
+            return EMPTY_EXPANSION
+        cached = self._cached(key)
+        if cached is not None:
+            return cached
+        if self.llm is None:
+            return fallback_expansion(key, self.min_term_length)
+        return self.llm
 
     def clear_cache(self) -> None:
         """Forget every cached expansion (e.g. after switching models)."""
