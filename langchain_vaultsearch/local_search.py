@@ -157,7 +157,7 @@ def local_search(
         retriever=retriever,
         lexical_retriever=lexical_retriever,
     )
-    plan = _plan(
+    plan = plan_for(
         query,
         retrievers,
         time_range=time_range,
@@ -192,7 +192,7 @@ async def alocal_search(
         retriever=retriever,
         lexical_retriever=lexical_retriever,
     )
-    plan = _plan(
+    plan = plan_for(
         query,
         retrievers,
         time_range=time_range,
@@ -211,7 +211,7 @@ def run_plan(
     now: datetime | None = None,
     config: RunnableConfig | None = None,
 ) -> LocalSearchResult:
-    """`local_search` of a question already planned (by `plan_query`, with `filtering=True`).
+    """`local_search` of a planned question (`plan_for`, or `plan_query` with `filtering=True`).
 
     For a caller that planned the question to choose its retrievers (`VaultSearch`): the
     question is read once, and the plan that chose them is the plan that runs.
@@ -282,16 +282,21 @@ class _Run:
         )
 
 
-def _plan(
+def plan_for(
     query: str,
     retrievers: SearchRetrievers,
     *,
-    time_range: TimeRange | str | None,
-    read_period: bool,
-    salient_terms: Sequence[str] | None,
-    k: int,
-    now: datetime | None,
+    time_range: TimeRange | str | None = None,
+    read_period: bool = True,
+    salient_terms: Sequence[str] | None = None,
+    k: int = DEFAULT_K,
+    now: datetime | None = None,
 ) -> QueryPlan:
+    """The plan `local_search` runs for a question over these retrievers (see there).
+
+    Raises:
+        ValueError: a non-string query, a `k` out of range or an unreadable period.
+    """
     if not isinstance(query, str):
         msg = f"query must be a string, got {type(query).__name__}"
         raise ValueError(msg)

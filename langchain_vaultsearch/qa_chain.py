@@ -37,10 +37,12 @@ from langchain_vaultsearch.limits import DEFAULT_K, result_limit
 from langchain_vaultsearch.local_search import (
     LocalSearchResult,
     SearchRetrievers,
-    alocal_search,
-    local_search,
+    arun_plan,
+    plan_for,
+    run_plan,
     search_retrievers,
 )
+from langchain_vaultsearch.query_plan import QueryPlan
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.time_ranges import TimeRange
 from langchain_vaultsearch.vault.vault import Vault
@@ -203,34 +205,25 @@ class _RetrieveStep:
         self._context_options = context_options
 
     def invoke(self, inputs: Mapping[str, Any] | str, config: RunnableConfig) -> dict[str, Any]:
-        question, time_range, salient_terms = _read_inputs(inputs)
-        result = local_search(
-            question,
-            filter_retriever=self._retrievers.filter_retriever,
-            retriever=self._retrievers.retriever,
-            lexical_retriever=self._retrievers.lexical_retriever,
-            time_range=time_range,
-            salient_terms=salient_terms,
-            k=self._k,
-            config=config,
-        )
-        return self._output(question, result)
+        question, plan = self._plan(inputs)
+        return self._output(question, run_plan(plan, self._retrievers, config=config))
 
     async def ainvoke(
         self, inputs: Mapping[str, Any] | str, config: RunnableConfig
     ) -> dict[str, Any]:
+        question, plan = self._plan(inputs)
+        return self._output(question, await arun_plan(plan, self._retrievers, config=config))
+
+    def _plan(self, inputs: Mapping[str, Any] | str) -> tuple[str, QueryPlan]:
         question, time_range, salient_terms = _read_inputs(inputs)
-        result = await alocal_search(
+        plan = plan_for(
             question,
-            filter_retriever=self._retrievers.filter_retriever,
-            retriever=self._retrievers.retriever,
-            lexical_retriever=self._retrievers.lexical_retriever,
+            self._retrievers,
             time_range=time_range,
             salient_terms=salient_terms,
             k=self._k,
-            config=config,
         )
-        return self._output(question, result)
+        return question, plan
 
     def _output(self, question: str, result: LocalSearchResult) -> dict[str, Any]:
         built = result.build_context(self._context_options)
