@@ -14,10 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 from langchain_core.retrievers import BaseRetriever
@@ -35,6 +31,7 @@ from langchain_vaultsearch.limits import MAX_RESULTS_RANGE, result_count_field
 from langchain_vaultsearch.query_plan import Available, QueryPlan, Route, plan_query
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
+from langchain_vaultsearch.retrievers.vault_retriever import SearchCall, VaultRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.vault.vault import Vault, open_vault
 
@@ -43,7 +40,7 @@ logger = logging.getLogger(__name__)
 FactoryMode = Literal["auto", "hybrid"]
 
 
-class RetrieverFactory(BaseRetriever):
+class RetrieverFactory(VaultRetriever):
     """Pick, per query, the best retriever available for a vault, and run it.
 
     Key init args:
@@ -202,50 +199,35 @@ class RetrieverFactory(BaseRetriever):
             logger.warning("The self-hosted retriever's health check failed", exc_info=True)
             return False
 
-    def _call(self, query: str, k: int | None, salient_terms: Sequence[str] | None) -> _Call:
+    def _route(self, query: str, k: int | None, salient_terms: Sequence[str] | None) -> _Routed:
         """The retriever a query runs and its arguments, decided by the query's plan."""
         kind = self.choose(query, salient_terms)
         with self._lock:
             self._last_type = kind
         wanted = self.k if k is None else k
         if kind == "self-host" and self.self_host_retriever is not None:
-            return _Call(self.self_host_retriever, {}, wanted, None)
+            return _Routed(self.self_host_retriever, {}, wanted, None)
         if kind in ("hybrid", "merged") and self._merged is not None:
-            return _Call(self._merged, _kwargs(wanted, salient_terms), wanted, None)
+            return _Routed(self._merged, _kwargs(wanted, salient_terms), wanted, None)
         if self._stages is not None:
             # Hybrid without vectors (tags, periods, no index): the stages over lexical.
             pool = _kwargs(top_k_for(wanted), salient_terms)
-            return _Call(self._lexical, pool, wanted, self._stages)
-        return _Call(self._lexical, _kwargs(wanted, salient_terms), wanted, None)
+            return _Routed(self._lexical, pool, wanted, self._stages)
+        return _Routed(self._lexical, _kwargs(wanted, salient_terms), wanted, None)
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        salient_terms: Sequence[str] | None = None,
-    ) -> list[Document]:
-        call = self._call(query, k, salient_terms)
-        found = call.retriever.invoke(query, {"callbacks": run_manager.get_child()}, **call.kwargs)
-        return call.finish(found, query, self._notes)
+    def _search(self, query: str, call: SearchCall) -> list[Document]:
+        routed = self._route(query, call.k, call.salient_terms)
+        found = routed.retriever.invoke(query, call.config, **routed.kwargs)
+        return routed.finish(found, query, self._notes)
 
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        salient_terms: Sequence[str] | None = None,
-    ) -> list[Document]:
-        call = self._call(query, k, salient_terms)
-        config: Any = {"callbacks": run_manager.get_child()}
-        found = await call.retriever.ainvoke(query, config, **call.kwargs)
-        return call.finish(found, query, self._notes)
+    async def _asearch(self, query: str, call: SearchCall) -> list[Document]:
+        routed = self._route(query, call.k, call.salient_terms)
+        found = await routed.retriever.ainvoke(query, call.config, **routed.kwargs)
+        return routed.finish(found, query, self._notes)
 
 
 @dataclass(frozen=True)
-class _Call:
+class _Routed:
     """One run of a chosen retriever: the sync and async paths share everything but the call.
 
     Attributes:

@@ -8,18 +8,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.documents import chunk_document, result_order
 from langchain_vaultsearch.expansion.terms import ExpandedQuery, QueryExpanderLike
 from langchain_vaultsearch.limits import result_count_field, result_limit
 from langchain_vaultsearch.query_plan import note_mentions, uncarried_tags_as_words
+from langchain_vaultsearch.retrievers.vault_retriever import SearchCall, VaultRetriever
 from langchain_vaultsearch.search.core import (
     CANDIDATE_LIMIT_RANGE,
     RankedChunk,
@@ -37,7 +33,7 @@ from langchain_vaultsearch.search.scoring import NormalizationMethod
 from langchain_vaultsearch.vault.vault import Vault, open_vault
 
 
-class TieredLexicalRetriever(BaseRetriever):
+class TieredLexicalRetriever(VaultRetriever):
     """Search an Obsidian-style vault lexically: recall, BM25+ over chunks, boosts.
 
     Setup:
@@ -182,29 +178,15 @@ class TieredLexicalRetriever(BaseRetriever):
         """False while searches scan because a large vault's first index is still building."""
         return self._core.index.index_ready
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        salient_terms: Sequence[str] | None = None,
-    ) -> list[Document]:
-        query, terms = self._as_searched(query, salient_terms)
-        result = self._core.retrieve(query, self._options(query, k, terms))
+    def _search(self, query: str, call: SearchCall) -> list[Document]:
+        query, terms = self._as_searched(query, call.salient_terms)
+        result = self._core.retrieve(query, self._options(query, call.k, terms))
         return self._documents(result)
 
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        salient_terms: Sequence[str] | None = None,
-    ) -> list[Document]:
+    async def _asearch(self, query: str, call: SearchCall) -> list[Document]:
         # The expander's model call is awaited; file and CPU work runs in threads.
-        query, terms = await asyncio.to_thread(self._as_searched, query, salient_terms)
-        result = await self._core.aretrieve(query, self._options(query, k, terms))
+        query, terms = await asyncio.to_thread(self._as_searched, query, call.salient_terms)
+        result = await self._core.aretrieve(query, self._options(query, call.k, terms))
         return await asyncio.to_thread(self._documents, result)
 
     def _as_searched(

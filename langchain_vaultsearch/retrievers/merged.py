@@ -14,14 +14,8 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.cancellation import SearchCancelled, raise_if_cancelled
@@ -37,13 +31,14 @@ from langchain_vaultsearch.limits import (
 )
 from langchain_vaultsearch.query_plan import tag_filters
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
+from langchain_vaultsearch.retrievers.vault_retriever import SearchCall, VaultRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever, with_index_progress
 
 logger = logging.getLogger(__name__)
 
 
-class MergedSemanticRetriever(BaseRetriever):
+class MergedSemanticRetriever(VaultRetriever):
     """Search a vault lexically and semantically at once and fuse the two rankings.
 
     Setup:
@@ -148,16 +143,9 @@ class MergedSemanticRetriever(BaseRetriever):
             raise RuntimeError(msg)
         return self.lexical_retriever
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        salient_terms: Sequence[str] | None = None,
-    ) -> list[Document]:
-        limit, each = self._limits(k)
-        config: Any = {"callbacks": run_manager.get_child()}
+    def _search(self, query: str, call: SearchCall) -> list[Document]:
+        limit, each = self._limits(call.k)
+        config, salient_terms = call.config, call.salient_terms
         lexical = self._lexical().invoke(
             query, config, k=each, salient_terms=list(salient_terms or ())
         )
@@ -171,16 +159,9 @@ class MergedSemanticRetriever(BaseRetriever):
             semantic = _without_semantic(query, exc)
         return self._fuse(query, lexical, semantic, limit, salient_terms)
 
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        salient_terms: Sequence[str] | None = None,
-    ) -> list[Document]:
-        limit, each = self._limits(k)
-        config: Any = {"callbacks": run_manager.get_child()}
+    async def _asearch(self, query: str, call: SearchCall) -> list[Document]:
+        limit, each = self._limits(call.k)
+        config, salient_terms = call.config, call.salient_terms
         lexical, semantic = await asyncio.gather(
             self._lexical().ainvoke(query, config, k=each, salient_terms=list(salient_terms or ())),
             self._semantic.ainvoke(query, config, k=each),
