@@ -27,11 +27,12 @@ Where this differs from the original FilterRetriever, on purpose:
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -62,6 +63,8 @@ _DATE_TEXT = re.compile(
     r"(\d{4})[-./](\d{1,2})[-./](\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2}))?)?(?!\d)"
 )
 _SECONDS_PER_DAY = 86_400.0
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,19 @@ class _Match:
     source: FilterSource
     score: float = 1.0
     moment: float = 0.0  # epoch seconds of the date that matched, for ordering
+
+
+def _in_worker_thread(
+    method: Callable[_P, _R],
+) -> Callable[_P, Coroutine[Any, Any, _R]]:
+    """A method's async twin: the same call in a worker thread (filtering is file work)."""
+
+    @functools.wraps(method)
+    async def twin(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    twin.__doc__ = f"Async twin of `{method.__name__}` (its file work runs in a worker thread)."
+    return twin
 
 
 class FilterRetriever(BaseModel):
@@ -176,35 +192,6 @@ class FilterRetriever(BaseModel):
             query, time_range, salient_terms=salient_terms, limit=limit, now=now
         ).documents
 
-    async def aget_relevant_documents(
-        self,
-        query: str,
-        time_range: TimeRange | str | None = None,
-        *,
-        salient_terms: Sequence[str] | None = None,
-        limit: int | None = None,
-        now: datetime | None = None,
-    ) -> list[Document]:
-        """Async twin of `get_relevant_documents` (file work runs in a worker thread)."""
-        result = await self.afind(
-            query, time_range, salient_terms=salient_terms, limit=limit, now=now
-        )
-        return result.documents
-
-    async def afind(
-        self,
-        query: str,
-        time_range: TimeRange | str | None = None,
-        *,
-        salient_terms: Sequence[str] | None = None,
-        limit: int | None = None,
-        now: datetime | None = None,
-    ) -> FilterResult:
-        """Async twin of `find`."""
-        return await asyncio.to_thread(
-            self.find, query, time_range, salient_terms=salient_terms, limit=limit, now=now
-        )
-
     def find(
         self,
         query: str,
@@ -252,6 +239,9 @@ class FilterRetriever(BaseModel):
         )
         return self.run(plan, limit=max_docs, now=now)
 
+    aget_relevant_documents = _in_worker_thread(get_relevant_documents)
+    afind = _in_worker_thread(find)
+
     def run(
         self, plan: QueryPlan, *, limit: int | None = None, now: datetime | None = None
     ) -> FilterResult:
@@ -271,7 +261,7 @@ class FilterRetriever(BaseModel):
         vault = self._vault
         vault.refresh()
         notes = list(vault.notes.values())
-        mentions = {name: vault.resolve(name) for name in plan.mentions}
+        mentions = {name: vault.link_graph().resolve(name) for name in plan.mentions}
         tags = plan.tags
         wanted = frozenset(tags)
 
@@ -329,7 +319,7 @@ class FilterRetriever(BaseModel):
 
     def _document(self, match: _Match) -> Document | None:
         info = self._vault.get(match.info.path) or match.info  # the checked record
-        text = self._vault.read_text(info.path)
+        text = self._vault.reader.read_text(info.path)
         if text is None:  # deleted or unreadable since the refresh
             return None
         return note_document(info, text, score=match.score, source=match.source, engine="filter")
