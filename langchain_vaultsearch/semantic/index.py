@@ -343,7 +343,7 @@ class VaultIndex:
             else:
                 self.store = vectorstore(self.cached_embeddings)
             self.writer = VectorWriter(
-                vault,
+                vault=vault,
                 records=self.records,
                 store=self.store,
                 cached_embeddings=self.cached_embeddings,

@@ -43,15 +43,8 @@ def lock_file(path: Path) -> IO[str]:
     import fcntl
 
     handle = _open_lock(path)
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        msg = (
-            f"The vector index is being written by {holder(path)} (lock {path}); wait for it "
-            "to finish. Several processes sharing one index should use a Chroma server."
-        )
-        raise IndexLockedError(msg) from None
+    advice = " Several processes sharing one index should use a Chroma server."
+    _flock_at_once(handle, fcntl.LOCK_EX, path, advice)
     handle.seek(0)
     handle.truncate()
     handle.write(f"pid {os.getpid()}")
@@ -120,15 +113,7 @@ class ClientsLock:
                 self._holds[self._key] = (held[0], held[1] + 1)
                 self._handle = held[0]
                 return
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                msg = (
-                    f"The vector index is being written by {holder(writer_lock)} (lock "
-                    f"{writer_lock}); wait for it to finish."
-                )
-                raise IndexLockedError(msg) from None
+            _flock_at_once(handle, fcntl.LOCK_SH, writer_lock)
             self._holds[self._key] = (handle, 1)
             self._handle = handle
 
@@ -182,6 +167,25 @@ class ClientsLock:
                 return
             del self._holds[self._key]
             handle.close()
+
+
+def _flock_at_once(handle: IO[str], mode: int, writer_lock: Path, advice: str = "") -> None:
+    """`flock` without waiting; when another process has it, close `handle` and say who.
+
+    Raises:
+        IndexLockedError: naming the writer's pid from `writer_lock`, then `advice`.
+    """
+    import fcntl
+
+    try:
+        fcntl.flock(handle.fileno(), mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        msg = (
+            f"The vector index is being written by {holder(writer_lock)} (lock "
+            f"{writer_lock}); wait for it to finish.{advice}"
+        )
+        raise IndexLockedError(msg) from None
 
 
 def _open_lock(path: Path) -> IO[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
@@ -40,6 +40,7 @@ class Pending:
     removed: tuple[str, ...]
 
 
+@dataclass(eq=False)
 class VectorWriter:
     """Keeps a store's vectors, and the records of what they are made of, in step with a vault.
 
@@ -48,25 +49,19 @@ class VectorWriter:
     starts over from the records after any failure.
     """
 
-    def __init__(
-        self,
-        vault: Vault,
-        *,
-        records: IndexRecords,
-        store: VectorStore,
-        cached_embeddings: CachedEmbeddings,
-        window_chars: int,
-        window_overlap: int,
-    ) -> None:
-        self.vault = vault
-        self.records = records
-        self.store = store
-        self.cached_embeddings = cached_embeddings
-        self.window_chars = window_chars
-        self.window_overlap = window_overlap
-        self.feed = ChangeFeed(vault, with_text=False)
-        self.progress: IndexProgress | None = None
-        """Where the running write is (None when none runs)."""
+    vault: Vault
+    records: IndexRecords
+    store: VectorStore
+    cached_embeddings: CachedEmbeddings
+    window_chars: int
+    window_overlap: int
+    progress: IndexProgress | None = field(default=None, init=False)
+    """Where the running write is (None when none runs)."""
+    feed: ChangeFeed = field(init=False)
+    """What the vault changed since the last pull."""
+
+    def __post_init__(self) -> None:
+        self.restart()
 
     def restart(self) -> None:
         """Forget what the feed counted as applied: the next pull starts from the records."""
