@@ -53,7 +53,8 @@ DEFAULT_MCP_PORT = 8000
 DAMAGE_LOGGERS = (
     "langchain_vaultsearch.safe_archive",
     "langchain_vaultsearch.search.index_cache",
-    "langchain_vaultsearch.chunk_store.keyword_index",
+    "langchain_vaultsearch.chunk_store.keyword_file",
+    "langchain_vaultsearch.chunk_store.keyword_chunks",
 )
 """Loggers whose warnings (a saved index refused or rebuilt) print without --verbose: they
 explain a slow command or a changed result; notes' own warnings wait for --verbose."""

@@ -19,7 +19,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from langchain_vaultsearch.chunk_store import JsonlChunkStore, RetrievalProfile, keyword_index
+from langchain_vaultsearch.chunk_store import JsonlChunkStore, RetrievalProfile, keyword_build
 from langchain_vaultsearch.chunk_store.analysis import bm25_terms, tfidf_words
 from langchain_vaultsearch.chunk_store.boosts import QueryBoosts, form_key
 from langchain_vaultsearch.chunk_store.keyword_index import KeywordIndex
@@ -53,7 +53,7 @@ def test_bm25_is_rank_bm25s_okapi_on_the_same_terms(tmp_path: Path, tokenizer: s
     reference = BM25Okapi([bm25_terms(t, tokenizer) for t in texts])  # type: ignore[arg-type]
     for query in ("estimated tax payment", "the the tax", "Straße 税务申报", "nothing-here"):
         expected = reference.get_scores(bm25_terms(query, tokenizer))  # type: ignore[arg-type]
-        assert index.bm25_scores(query) == pytest.approx(expected, abs=1e-9)
+        assert index.scorer.bm25_scores(query) == pytest.approx(expected, abs=1e-9)
 
 
 @pytest.mark.filterwarnings("ignore:Your stop_words may be inconsistent")
@@ -70,10 +70,10 @@ def test_tfidf_is_scikit_learns_vectorizer_with_the_same_terms(
             analyzer=lambda text: _sklearn_ngrams(tfidf_words(text, "unicode"))
         )
     matrix = vectorizer.fit_transform(texts)
-    assert set(index.features) == set(vectorizer.vocabulary_)
+    assert set(index.scorer.features) == set(vectorizer.vocabulary_)
     for query in ("estimated tax payment", "safe harbor penalty", "café 税务"):
         expected = (matrix @ vectorizer.transform([query]).T).toarray().ravel()
-        assert index.tfidf_scores(query) == pytest.approx(expected, abs=1e-6)
+        assert index.scorer.tfidf_scores(query) == pytest.approx(expected, abs=1e-6)
 
 
 def _sklearn_ngrams(words: list[str]) -> list[str]:
@@ -91,16 +91,16 @@ def test_the_feature_cut_keeps_scikit_learns_most_frequent_features(
     stream = [w for i, w in enumerate(words) for _ in range(3 * i + 1)]
     rng.shuffle(stream)
     texts = [" ".join(stream[i : i + 25]) for i in range(0, len(stream), 25)]
-    monkeypatch.setattr(keyword_index, "TFIDF_FEATURES", 40)
+    monkeypatch.setattr(keyword_build, "TFIDF_FEATURES", 40)
     index = KeywordIndex.build(JsonlChunkStore(write_store(tmp_path, texts)), "whitespace")
     vectorizer = TfidfVectorizer(stop_words=list(STOP_WORDS), ngram_range=(1, 2), max_features=40)
     matrix = vectorizer.fit_transform(texts)
     counts = np.asarray(matrix.astype(bool).sum(axis=0)).ravel()
-    assert len(index.features) == 40
-    assert set(index.features) == set(vectorizer.vocabulary_), counts
+    assert len(index.scorer.features) == 40
+    assert set(index.scorer.features) == set(vectorizer.vocabulary_), counts
     query = "w59 w58 w3"
     expected = (matrix @ vectorizer.transform([query]).T).toarray().ravel()
-    assert index.tfidf_scores(query) == pytest.approx(expected, abs=1e-6)
+    assert index.scorer.tfidf_scores(query) == pytest.approx(expected, abs=1e-6)
 
 
 def test_combined_score_and_each_boost_match_hand_computed_values(tmp_path: Path) -> None:
@@ -116,8 +116,8 @@ def test_combined_score_and_each_boost_match_hand_computed_values(tmp_path: Path
         doc_boost_exact_match=2.0, doc_boost_form_number=3.0, doc_boost_defined_term=5.0
     )
     query = 'estimated tax 1040-ES "safe harbor"'
-    bm25 = index.bm25_scores(query)
-    tfidf = index.tfidf_scores(query)
+    bm25 = index.scorer.bm25_scores(query)
+    tfidf = index.scorer.tfidf_scores(query)
     hits = {h.record.id: h for h in index.search(query, store, profile, k=10)}
     assert set(hits) == {"c0", "c1"}  # c2 shares no term: not a result at score 0
     for number, boosts in ((0, {"formNumber": 3.0}), (1, {"definedTerm": 5.0})):
@@ -210,9 +210,13 @@ def test_saved_index_loads_when_current_and_is_ignored_when_not(tmp_path: Path) 
     assert built.save(path)
     loaded = KeywordIndex.load(path, store.stamps(), "unicode")
     assert loaded is not None
-    assert loaded.ids == built.ids
-    assert loaded.bm25_scores("estimated tax") == pytest.approx(built.bm25_scores("estimated tax"))
-    assert loaded.tfidf_scores("safe harbor") == pytest.approx(built.tfidf_scores("safe harbor"))
+    assert loaded.chunks.ids == built.chunks.ids
+    assert loaded.scorer.bm25_scores("estimated tax") == pytest.approx(
+        built.scorer.bm25_scores("estimated tax")
+    )
+    assert loaded.scorer.tfidf_scores("safe harbor") == pytest.approx(
+        built.scorer.tfidf_scores("safe harbor")
+    )
     assert KeywordIndex.load(path, store.stamps(), "whitespace") is None  # another tokenizer
     with (folder / "chunks.jsonl").open("a", encoding="utf-8") as out:
         out.write(json.dumps({"id": "new", "text": "a new chunk"}) + "\n")
@@ -344,12 +348,13 @@ def test_saved_idf_values_are_not_trusted(tmp_path: Path) -> None:
     built = KeywordIndex.build(store, "unicode")
     path = tmp_path / "keyword-index.npz"
     built.save(path)
-    nan = {name: np.full(len(getattr(built, name)), np.nan) for name in ("bm25_idf", "tfidf_idf")}
+    idf = ("bm25_idf", "tfidf_idf")
+    nan = {name: np.full(len(getattr(built.scorer, name)), np.nan) for name in idf}
     _rewrite(path, **{f"{name}.npy": _npy(values) for name, values in nan.items()})
     loaded = KeywordIndex.load(path, store.stamps(), "unicode")
     assert loaded is not None
-    assert np.array_equal(loaded.bm25_idf, built.bm25_idf)
-    assert np.array_equal(loaded.tfidf_idf, built.tfidf_idf)
+    assert np.array_equal(loaded.scorer.bm25_idf, built.scorer.bm25_idf)
+    assert np.array_equal(loaded.scorer.tfidf_idf, built.scorer.tfidf_idf)
     expected = built.search("estimated tax", store, RetrievalProfile(), k=5)
     found = loaded.search("estimated tax", store, RetrievalProfile(), k=5)
     assert found
@@ -368,7 +373,7 @@ def test_a_store_of_stop_words_only_builds_and_scores_by_bm25(tmp_path: Path) ->
     texts = ["the and of", "of the", "to be or not to be"] + [f"word{i}" for i in range(5)]
     store = JsonlChunkStore(write_store(tmp_path, texts))
     index = KeywordIndex.build(store, "unicode")
-    assert index.features == {f"word{i}": i for i in range(5)}
+    assert index.scorer.features == {f"word{i}": i for i in range(5)}
     hits = index.search("to be", store, RetrievalProfile(), k=3)
     assert [h.record.id for h in hits] == ["c2"]
     assert hits[0].tfidf == 0.0

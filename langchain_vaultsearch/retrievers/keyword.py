@@ -18,7 +18,8 @@ from langchain_vaultsearch.chunk_store.jsonl_store import (
     StoreProblem,
     check_filters,
 )
-from langchain_vaultsearch.chunk_store.keyword_index import INDEX_FILE, KeywordHit, KeywordIndex
+from langchain_vaultsearch.chunk_store.keyword_file import INDEX_FILE
+from langchain_vaultsearch.chunk_store.keyword_index import KeywordHit, KeywordIndex
 from langchain_vaultsearch.chunk_store.profile import RetrievalProfile
 from langchain_vaultsearch.documents import store_chunk_document
 from langchain_vaultsearch.limits import MAX_RESULTS_RANGE, result_limit
