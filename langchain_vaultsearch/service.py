@@ -35,7 +35,7 @@ from langchain_vaultsearch.documents import note_document
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
 from langchain_vaultsearch.filters import FilterRetriever, note_matches
 from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K, RETURN_ALL_LIMIT
-from langchain_vaultsearch.local_search import LocalSearchResult, local_search
+from langchain_vaultsearch.local_search import LocalSearchResult, SearchRetrievers, run_plan
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.query_plan import (
     SEARCH_MODES,
@@ -115,6 +115,10 @@ class VaultSearch:
     opened (a missing extra, a model that does not load, a damaged store), lexical search
     goes on, `semantic_problem` and `status()` say why in one line, and only the
     semantic modes and `index()` report the failure.
+
+    Near 450 lines because it is the facade: one short method per thing a front does
+    (search, context, local search, chains, index, status, a note, tags), each handing on
+    to the part that does it. Split, a front would have to know which part to ask.
     """
 
     def __init__(
@@ -367,14 +371,8 @@ class VaultSearch:
             time_range=time_range,
             filtering=True,
         )
-        return local_search(
-            question,
-            filter_retriever=self.filter,
-            retriever=self._retriever_for(plan),
-            lexical_retriever=self.lexical,
-            time_range=plan.time_range,
-            k=k,
-        )
+        retrievers = SearchRetrievers(self.filter, self._retriever_for(plan), self.lexical)
+        return run_plan(plan, retrievers)
 
     def _retriever_for(self, plan: QueryPlan) -> BaseRetriever:
         """The retriever of a plan's mode; lexical when the query alone routes `auto` there.
@@ -542,7 +540,7 @@ class VaultSearch:
         """
         self.vault.refresh()
         info = self.vault.get(path)
-        text = None if info is None or not info.searchable else self.vault.read_text(path)
+        text = None if info is None or not info.searchable else self.vault.reader.read_text(path)
         if info is None or text is None:
             return None
         return note_document(info, text, score=1.0, source="note", engine="vault")

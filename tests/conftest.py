@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_vaultsearch.vault import vault as vault_module
+from langchain_vaultsearch.vault import note_reader, note_store
 from langchain_vaultsearch.vault.markdown import ParsedNote
 
 SAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "sample-vault"
@@ -73,11 +73,13 @@ def touch() -> Callable[[Path, str, int], None]:
 def count_reads(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
     """Count notes the vault reads and parses from disk."""
     reads = [0]
-    original = vault_module.parse_note
+    original = note_reader.parse_note
 
     def counting(text: str) -> ParsedNote:
         reads[0] += 1
         return original(text)
 
-    monkeypatch.setattr(vault_module, "parse_note", counting)
+    # Both read notes: a refresh (`NoteReader.load`), and a check of an adopted record.
+    monkeypatch.setattr(note_reader, "parse_note", counting)
+    monkeypatch.setattr(note_store, "parse_note", counting)
     return lambda: reads[0]

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from langchain_vaultsearch import FilterRetriever, TieredLexicalRetriever
+from langchain_vaultsearch.vault.note_reader import decode_note
 from langchain_vaultsearch.vault.saved_notes import SavedNotes
-from langchain_vaultsearch.vault.vault import Vault, decode_note
+from langchain_vaultsearch.vault.vault import Vault
 from tests.conftest import write_vault
 
 
@@ -26,8 +27,8 @@ def test_colons_in_top_level_names_are_found_and_resolve(tmp_path: Path) -> None
     assert [d.metadata["path"] for d in lexical.invoke("zebrafish")] == ["Meetings: 2024/Daily.md"]
     found = FilterRetriever(vault=vault).find("what about [[Re: budget]]?")
     assert [d.metadata["path"] for d in found.documents] == ["Re: budget.md"]
-    assert vault.safe_path("C:/Windows/system.ini") is None  # a drive is still absolute
-    assert vault.safe_path("Re: budget.md") == vault.root / "Re: budget.md"
+    assert vault.reader.safe_path("C:/Windows/system.ini") is None  # a drive is still absolute
+    assert vault.reader.safe_path("Re: budget.md") == vault.root / "Re: budget.md"
 
 
 def test_utf16_notes_with_a_bom_are_read(tmp_path: Path) -> None:
@@ -52,8 +53,8 @@ def test_composed_and_decomposed_names_find_each_other(tmp_path: Path) -> None:
     (vault_dir / "Links.md").write_text(f"See [[{nfc}]].\n", encoding="utf-8")
     vault = Vault(vault_dir, watch=False)
     vault.refresh()
-    assert vault.resolve(nfc) == f"{nfd}.md"
-    assert vault.resolve(nfd) == f"{nfd}.md"
+    assert vault.link_graph().resolve(nfc) == f"{nfd}.md"
+    assert vault.link_graph().resolve(nfd) == f"{nfd}.md"
     assert vault.backlinks(f"{nfd}.md") == frozenset({"Links.md"})
     lexical = TieredLexicalRetriever(vault=vault, k=2)
     assert lexical.invoke("caf\u00e9 m\u00e9nu")[0].metadata["path"] == f"{nfd}.md"

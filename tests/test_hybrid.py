@@ -131,7 +131,7 @@ def _hub_vault(root: Path, spokes: int) -> Vault:
     vault = Vault(root, watch=False)
     infos, rows = {}, []
     for path in on_disk:
-        read = vault.read_note(path)
+        read = vault.reader.read_note(path)
         assert read is not None
         infos[path] = read[0]
         rows.append(encode_row(read[0], read[2]))
@@ -161,7 +161,7 @@ def test_graph_neighbours_of_a_hub_of_50000_backlinks_cost_a_bounded_number_of_l
     # 100,000 a query, 14-39 s. Only the most linked few may be looked up now.
     vault = _hub_vault(tmp_path / "v", 50_000)
     assert len(vault.backlinks("Hub.md")) == 50_000
-    assert len(vault.outlinks("Index.md")) == 50_000
+    assert len(vault.link_graph().outlinks("Index.md")) == 50_000
     decoded = count_decodes(monkeypatch)
     looked_up: list[str] = []
     get = vault.get

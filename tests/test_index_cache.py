@@ -342,8 +342,8 @@ def test_note_with_frontmatter_json_cannot_carry_is_read_again(
     reads_before = count_reads()
     core = SearchCore(Vault(root), policy=SMALL)
     assert [r.id for r in core.retrieve("quokka").results] == ["Binary.md#0"]
-    assert core.vault._saved is not None
-    assert core.vault._saved.row("Binary.md") is None  # read again, not adopted
+    assert core.vault._records._saved is not None
+    assert core.vault._records._saved.row("Binary.md") is None  # read again, not adopted
     assert count_reads() - reads_before < len(core.vault.notes)
     assert core.vault.notes["Binary.md"].parsed.frontmatter["blob"] == b"hello"
 
@@ -605,8 +605,8 @@ def test_decoded_records_stay_within_their_share(tmp_path: Path, limit: int, kep
     assert loaded is not None
     records = [vault.record(path) for path in loaded.current]
     assert all(record is not None for record in records)  # decoded, whatever is kept
-    assert vault._saved is not None
-    assert len(vault._saved._decoded) == kept
+    assert vault._records._saved is not None
+    assert len(vault._records._saved._decoded) == kept
 
 
 def test_candidates_with_cached_chunks_are_not_decoded_again(

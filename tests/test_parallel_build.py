@@ -51,7 +51,7 @@ def contents(path: Path, root: Path) -> dict[str, Any]:
         for term in terms
         if " " not in term
     }
-    graph = {p: sorted(vault.outlinks(p)) for p in sorted(current)}
+    graph = {p: sorted(vault.link_graph().outlinks(p)) for p in sorted(current)}
     records = {p: vault.record(p) for p in sorted(current)}
     return {"postings": postings, "graph": graph, "records": records, "current": sorted(current)}
 

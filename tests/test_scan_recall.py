@@ -34,7 +34,8 @@ from langchain_vaultsearch.search.vault_documents import apply_changes
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
 from langchain_vaultsearch.vault.note_files import Listing
 from langchain_vaultsearch.vault.note_info import folder_of
-from langchain_vaultsearch.vault.vault import MAX_NOTE_BYTES, Vault
+from langchain_vaultsearch.vault.note_reader import MAX_NOTE_BYTES, NoteReader
+from langchain_vaultsearch.vault.vault import Vault
 from tests.conftest import SAMPLE_VAULT, write_vault
 
 SCAN_NOTES: dict[str, str | bytes] = {
@@ -456,11 +457,11 @@ def test_list_files_and_peek_read_nothing_into_the_records(tmp_path: Path) -> No
     abs_path, (_mtime_ns, size, _ctime_ns) = files["A.md"]
     assert Path(abs_path) == root / "A.md"
     assert size == len("# A\n#tag")
-    info = vault.peek("A.md")
+    info = vault.reader.peek("A.md")
     assert info is not None
     assert info.parsed.tags == ("#tag",)
-    assert vault.peek("../outside/Secret.md") is None
-    assert vault.peek("Missing.md") is None
+    assert vault.reader.peek("../outside/Secret.md") is None
+    assert vault.reader.peek("Missing.md") is None
     assert vault.notes == {}
     assert vault.version == 0
 
@@ -542,13 +543,13 @@ def test_index_is_taken_over_when_another_reader_refreshed_the_shared_vault(
     touch(vault_dir / "Crlf.md", "# Windows note\n\nNow about a dirigible.\n", 10)
     vault.refresh()  # as a FilterRetriever on the same vault does
     read_again: list[str] = []
-    original_read = Vault.read_text
+    original_read = NoteReader.read_text
 
-    def counting(self: Vault, path: str) -> str | None:
+    def counting(self: NoteReader, path: str) -> str | None:
         read_again.append(path)
         return original_read(self, path)
 
-    monkeypatch.setattr(Vault, "read_text", counting)
+    monkeypatch.setattr(NoteReader, "read_text", counting)
     release.set()
     with caplog.at_level(logging.WARNING):
         assert retriever.wait_for_index(timeout=30)
@@ -706,7 +707,7 @@ def test_scan_and_index_agree_on_the_best_note_of_the_sample_vault(query: str) -
 def test_chunks_by_id_for_recorded_and_peeked_notes(vault_dir: Path) -> None:
     vault = Vault(vault_dir, watch=False)
     store = ChunkCache(vault)
-    peeked = vault.peek("C# Notes.md")
+    peeked = vault.reader.peek("C# Notes.md")
     assert peeked is not None
     chunk = store.get_chunk("C# Notes.md#0", peeked)
     assert chunk is not None

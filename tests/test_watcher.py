@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from langchain_vaultsearch import Vault
-from langchain_vaultsearch.vault import vault as vault_module
+from langchain_vaultsearch.vault import note_reader
 from langchain_vaultsearch.vault import watcher as watcher_module
 from langchain_vaultsearch.vault.note_files import NoteFiles
 from langchain_vaultsearch.vault.note_info import VaultChanges
@@ -601,7 +601,7 @@ def test_a_refresh_that_fails_midway_loses_no_change(
         raise RuntimeError("parser exploded")
 
     with monkeypatch.context() as patch:
-        patch.setattr(vault_module, "parse_note", broken)
+        patch.setattr(note_reader, "parse_note", broken)
         with pytest.raises(RuntimeError, match="exploded"):
             vault.refresh()
     assert summary(vault.refresh()) == ({"Inbox.md"}, set())

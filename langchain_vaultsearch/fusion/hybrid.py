@@ -237,7 +237,7 @@ def _most_connected(seed: str, present: set[str], vault: Vault, limit: int) -> l
     Only the `NEIGHBOURS_CONSIDERED` most linked are ranked, by their stamps: no record
     is decoded to rank them.
     """
-    linked = vault.neighbours(seed, NEIGHBOURS_CONSIDERED, exclude=present)
+    linked = vault.link_graph().neighbours(seed, NEIGHBOURS_CONSIDERED, exclude=present)
     if len(linked) <= limit:
         return sorted(path for path, _links in linked)
 

@@ -154,7 +154,7 @@ class ChunkCache:
         Args:
             chunk_id: `path#index`.
             info: the note's record when the caller has one the vault has not recorded
-                (a note parsed for a search made before the first index, see `Vault.peek`).
+                (a note parsed for a search made before the first index, see `NoteReader.peek`).
         """
         index = chunk_index_from_chunk_id(chunk_id)
         if info is None:
@@ -181,7 +181,7 @@ def read_chunks(
     Returns:
         The parse and the chunks of the note as it is on disk now, None when unreadable.
     """
-    read = vault.read_recorded(info)
+    read = vault.reader.read_recorded(info)
     if read is None:
         return None
     text, unchanged = read

@@ -300,7 +300,7 @@ def index_shard(spec: VaultSpec, paths: Sequence[tuple[str, str]], out: str, run
 
     def documents() -> Iterator[RecallDocument]:
         for path, file in paths:
-            read = vault.read_listed(path, file)
+            read = vault.reader.read_listed(path, file)
             if read is None:
                 continue
             info, text, stamp = read

@@ -40,8 +40,9 @@ import stringzilla
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
 from langchain_vaultsearch.vault.note_files import Listing, NoteFiles
 from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of
+from langchain_vaultsearch.vault.note_reader import decode_note
 from langchain_vaultsearch.vault.note_records import Stamp
-from langchain_vaultsearch.vault.vault import Vault, decode_note
+from langchain_vaultsearch.vault.vault import Vault
 
 logger = logging.getLogger(__name__)
 
@@ -515,7 +516,7 @@ class ScanRecall:
                 return None
             info = self._peeked.get(path)
         if info is None:
-            info = self._vault.peek(path)
+            info = self._vault.reader.peek(path)
             if info is not None:
                 with self._lock:
                     self._peeked[path] = info

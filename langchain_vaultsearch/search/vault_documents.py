@@ -36,6 +36,6 @@ def apply_changes(index: RecallIndex, changes: VaultChanges) -> None:
 def vault_documents(vault: Vault) -> Iterator[RecallDocument]:
     """Every recorded note as a document, its text read one note at a time."""
     for info in list(vault.notes.values()):
-        text = vault.read_text(info.path)
+        text = vault.reader.read_text(info.path)
         if text is not None:
             yield note_document(info, text)

@@ -145,7 +145,7 @@ class VaultSemanticRetriever(BaseRetriever):
 
         vault = self.index.vault
         for name in note_mentions(query):
-            path = vault.resolve(name)
+            path = vault.link_graph().resolve(name)
             info = None if path is None else vault.get(path)
             if info is not None:
                 for chunk in self.index.chunks.chunks_for(info):

@@ -107,7 +107,7 @@ class ChangeFeed:
             if not self.with_text:
                 updated.append((info, ""))
                 continue
-            text = texts[path] if path in texts else self.vault.read_text(path)
+            text = texts[path] if path in texts else self.vault.reader.read_text(path)
             if text is not None:
                 updated.append((info, text))
         removed = tuple(path for path in applied if path not in revisions)

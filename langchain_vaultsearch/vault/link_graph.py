@@ -1,8 +1,8 @@
 """LinkGraph: which notes link to which, and what a `[[name]]` resolves to.
 
 Apart from `Vault` because it is a pure function of the notes' records: it reads no file,
-and the graph boost and the filter use it through the vault without caring how the vault
-walks or watches its folders.
+and the graph boost, the filter and the retrievers use it through the vault
+(`Vault.link_graph`) without caring how the vault walks or watches its folders.
 
 The links are held as compressed sparse rows of note numbers (two int arrays), not as a
 set of paths per note: at 100,000 notes the sets took hundreds of megabytes, and the rows
@@ -227,7 +227,18 @@ class LinkGraph:
         return frozenset(self._paths[i] for i in found.tolist())
 
     def resolve(self, name: str) -> str | None:
-        """The note a link target names, None when none does (or it climbs out)."""
+        """Resolve a link target to a note path the way Obsidian does.
+
+        Exact vault paths win (with or without `.md`), then file names compared
+        case-insensitively, then frontmatter aliases. An ambiguous name picks the
+        shortest path and says so in the log (docs/design.md, decision 4).
+
+        Args:
+            name: the link target, heading and alias already stripped.
+
+        Returns:
+            The note path, or None when no note has that name (or it climbs out).
+        """
         if self._names is None:
             self._names = _Names(self._paths, self._aliases)
         return self._names.resolve(name)

@@ -1,4 +1,4 @@
-"""Vault: the only code that touches the filesystem (with the folder walk it owns).
+"""Vault: the only code that touches the filesystem (with the parts it owns).
 
 A long-lived retriever must see notes that were added, edited, renamed or deleted since
 its last query without being rebuilt, and must not re-read 6,000 unchanged notes to do
@@ -8,66 +8,32 @@ each note's mtime and size with what it saw last time, and reads only what chang
 (`watcher.FolderWatcher`), so that a refresh stats only what the system reported as
 changed, and nothing at all when the vault is unchanged.
 Everything else in the package works on the `NoteInfo` records and the change sets it
-returns.
+returns. The vault answers for its parts: `note_reader.NoteReader` reads the files
+(`Vault.reader`), `note_store.NoteStore` keeps the records, and the link graph
+(`Vault.link_graph`) is made from them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import logging
 import math
 import os
-import re
 import threading
 import time
-from array import array
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
-import numpy as np
-
 from langchain_vaultsearch.vault.folder_walk import FolderWalk
 from langchain_vaultsearch.vault.link_graph import LinkGraph
-from langchain_vaultsearch.vault.markdown import ParsedNote, parse_note
-from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges, note_title
-from langchain_vaultsearch.vault.note_records import Stamp, file_stamp
-from langchain_vaultsearch.vault.patterns import PathPattern, is_allowed, parse_patterns
-from langchain_vaultsearch.vault.saved_notes import SavedNotes, SavedRow, encode_row
+from langchain_vaultsearch.vault.note_info import NoteInfo, VaultChanges
+from langchain_vaultsearch.vault.note_reader import MAX_NOTE_BYTES, NoteReader
+from langchain_vaultsearch.vault.note_records import Stamp
+from langchain_vaultsearch.vault.note_store import NoteStore
+from langchain_vaultsearch.vault.patterns import PathPattern, parse_patterns
+from langchain_vaultsearch.vault.saved_notes import SavedNotes, SavedRow
 from langchain_vaultsearch.vault.tag_catalog import TagCatalog
 from langchain_vaultsearch.vault.watcher import FolderChanges, FolderWatcher
-
-logger = logging.getLogger(__name__)
-
-MAX_NOTE_BYTES = 10 * 1024 * 1024
-# A Windows drive (`C:`) as a path's first part: absolute, so refused. A colon elsewhere
-# in a name (`Re: budget.md`, `Meetings: 2024/`) is an ordinary file name on POSIX.
-_DRIVE = re.compile(r"[A-Za-z]:")
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-def decode_note(data: bytes) -> str:
-    r"""Decode note bytes so a bad byte or a Windows editor never hides a note.
-
-    Args:
-        data: raw file content.
-
-    Returns:
-        The text with invalid bytes replaced, the BOM dropped and line endings `\\n`.
-        UTF-8 unless a UTF-16 byte order mark says otherwise (Windows tools write those).
-    """
-    encoding = "utf-16" if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8"
-    text = data.decode(encoding, errors="replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
 
 
 class Vault:
@@ -125,27 +91,19 @@ class Vault:
         self.exclusions: tuple[PathPattern, ...] = parse_patterns(exclusions)
         self.include_hidden = include_hidden
         self.max_note_bytes = max_note_bytes
-        # Notes read (or re-derived) in this process; the others are rows of `_saved`.
-        self._notes: dict[str, NoteInfo] = {}
-        self._stamps: dict[str, Stamp] = {}
-        # Records adopted from a saved index, decoded when looked up. The file is anyone's
-        # input, so a row is checked against its note the first time `get` returns it
-        # (`SavedNotes.verified`), and a mismatch is logged and re-derived.
-        self._saved: SavedNotes | None = None
-        # Grows with each record change; what `ChangeFeed` compares (saved rows: -2 - row).
-        self._revisions: dict[str, int] = {}
-        self._next_revision = 0
-        # A digest of each note's text read in this process: tells a change of the file's
-        # attributes only (chmod, a new hard link: the inode change time moves) from an
-        # edit that kept its size and restored its mtime.
-        self._digests: dict[str, bytes] = {}
-        self._oversized: set[tuple[str, int]] = set()
         self._lock = threading.RLock()
-        self._graph: LinkGraph | None = None
         self.refresh_interval = refresh_interval
         self._last_refresh = -math.inf
-        self._version = 0
         self._folders = FolderWalk(self.root, include_hidden=self.include_hidden, watch=watch)
+        self.reader = NoteReader(
+            self.root,
+            self._folders.inside_root,
+            inclusions=self.inclusions,
+            exclusions=self.exclusions,
+            max_note_bytes=max_note_bytes,
+        )
+        """Reads the notes' files (`read_text`, `peek`), never one outside the vault."""
+        self._records = NoteStore(self.reader, self._lock)
         self.tag_catalog = TagCatalog(self)
         """The tags the notes carry (counted once per version; see `TagCatalog`)."""
 
@@ -201,124 +159,11 @@ class Vault:
             elif folders.watcher is not None and not events and not folders.walk_needed:
                 return VaultChanges()
             try:
-                return self._apply(folders.walk(events), keep_text)
+                return self._records.apply(folders.walk(events), keep_text)
             except BaseException:
                 # The events drained for this walk would be lost.
                 folders.restart()
                 raise
-
-    def _apply(
-        self, walked: Iterator[tuple[str, str, os.stat_result | None]], keep_text: bool
-    ) -> VaultChanges:
-        """Load what changed and drop what is gone (`stat` None: known unchanged)."""
-        # Only the paths are kept of notes whose stamp did not move: holding every note's
-        # stat result and absolute path until the walk ended left ~120 MB of freed but
-        # scattered heap in a process that adopted 100,480 saved notes. The stamps of
-        # adopted rows are compared in one step after the walk.
-        seen: set[str] = set()
-        moved: dict[str, tuple[str, os.stat_result, Stamp]] = {}
-        saved = self._saved
-        adopted: list[str] = []
-        rows: array[int] = array("q")
-        stamps: array[int] = array("q")
-        for rel, abs_path, stat in walked:
-            seen.add(rel)
-            if stat is None:
-                continue
-            stamp = file_stamp(stat)
-            row = None if saved is None or rel in self._stamps else saved.row(rel)
-            if row is not None:
-                adopted.append(rel)
-                rows.append(row)
-                stamps.extend(stamp)
-            elif self._stamp_of(rel) != stamp:
-                moved[rel] = (abs_path, stat, stamp)
-        updated: list[tuple[NoteInfo, str]] = []
-        unreadable: set[str] = set()
-        for position in [] if saved is None else saved.moved(rows, stamps):
-            rel = adopted[position]
-            abs_path = os.path.join(self.root, rel)
-            try:
-                stat = os.stat(abs_path)
-            except OSError:
-                unreadable.add(rel)
-                continue
-            moved[rel] = (abs_path, stat, file_stamp(stat))
-        for rel, (abs_path, stat, stamp) in moved.items():
-            known = self._stamp_of(rel)
-            if known is not None and known[:2] == stamp[:2] and self._same_text(rel, abs_path):
-                self._restamp(rel, stamp)  # its attributes changed, not its text
-                continue
-            loaded = self._load(rel, abs_path, stat)
-            if loaded is None:
-                unreadable.add(rel)
-                continue
-            self._keep(loaded[0], stamp)
-            self._digests[rel] = _digest(loaded[1])
-            updated.append(loaded if keep_text else (loaded[0], ""))
-        removed = [rel for rel in self.notes if rel not in seen or rel in unreadable]
-        for rel in removed:
-            self._forget_note(rel)
-        if updated or removed:
-            self._graph = None
-            self._version += 1
-        return VaultChanges(tuple(updated), tuple(removed))
-
-    def _stamp_of(self, path: str) -> Stamp | None:
-        stamp = self._stamps.get(path)
-        if stamp is None and self._saved is not None:
-            row = self._saved.row(path)
-            return None if row is None else self._saved.stamp(row)
-        return stamp
-
-    def _restamp(self, path: str, stamp: Stamp) -> None:
-        """Record a note's new stamp when only its attributes changed (lock held)."""
-        info = self._notes.get(path)
-        if info is not None:
-            self._stamps[path] = stamp
-            self._notes[path] = replace(info, changed_ns=stamp[2])
-        elif self._saved is not None and (row := self._saved.row(path)) is not None:
-            self._saved.set_stamp(row, stamp)
-
-    def _keep(self, info: NoteInfo, stamp: Stamp) -> None:
-        """Hold a note's record as read in this process (lock held); its saved row retires."""
-        self._forget_note(info.path)
-        self._notes[info.path] = info
-        self._stamps[info.path] = stamp
-        self._revisions[info.path] = self._next_revision
-        self._next_revision += 1
-
-    def _forget_note(self, path: str) -> None:
-        self._notes.pop(path, None)
-        self._stamps.pop(path, None)
-        self._digests.pop(path, None)
-        self._revisions.pop(path, None)
-        if self._saved is not None and (row := self._saved.row(path)) is not None:
-            self._saved.live[row] = False
-
-    def revision(self, path: str) -> int:
-        """A note's revision (see `revisions`); -1 for an unknown note."""
-        with self._lock:
-            revision = self._revisions.get(path)
-            if revision is not None:
-                return revision
-            row = None if self._saved is None else self._saved.row(path)
-            return -1 if row is None else _saved_revision(row)
-
-    def revisions(self) -> Iterator[tuple[str, int]]:
-        """Each note's path and revision: a revision changes whenever the note's record does.
-
-        What an index that follows the vault compares (`ChangeFeed`), without decoding
-        the records of a saved index.
-        """
-        with self._lock:
-            current = list(self._revisions.items())
-            saved = self._saved
-            rows = [] if saved is None else np.flatnonzero(saved.live).tolist()
-        yield from current
-        if saved is not None:
-            for row in rows:
-                yield saved.paths[row], _saved_revision(row)
 
     @property
     def version(self) -> int:
@@ -327,66 +172,37 @@ class Vault:
         Several indexes may share a vault, and a refresh hands its change set only to
         the caller; the others see the version move and reconcile with `notes`.
         """
-        return self._version
+        return self._records.version
+
+    def revision(self, path: str) -> int:
+        """A note's revision (`NoteStore.revision`); -1 for an unknown note."""
+        return self._records.revision(path)
+
+    def revisions(self) -> Iterator[tuple[str, int]]:
+        """Each note's path and revision, for the indexes that follow the vault.
+
+        See `NoteStore.revisions`.
+        """
+        return self._records.revisions()
 
     def saved_row(self, path: str) -> SavedRow | None:
-        """What a saved index keeps of a note (see `saved_notes.pack`), or None if unknown.
-
-        A note whose frontmatter cannot round-trip through JSON gets an empty record, so
-        a process adopting the rows reads it again. Rows adopted and unchanged are copied
-        as saved, without decoding.
-        """
-        with self._lock:
-            info = self._notes.get(path)
-            if info is None:
-                saved = self._saved
-                row = None if saved is None else saved.row(path)
-                if saved is None or row is None:
-                    return None
-                return (saved.stamp(row), *saved.times(row), saved.raw(row))
-            stamp = self._stamps[path]
-        return encode_row(info, stamp)
+        """What a saved index keeps of a note (`NoteStore.saved_row`), or None if unknown."""
+        return self._records.saved_row(path)
 
     def adopt(self, saved: SavedNotes, graph: LinkGraph | None = None) -> int:
-        """Take note records saved by an earlier process as if they had been read.
-
-        Only a vault that has not been refreshed yet adopts records; the next refresh
-        then reads just the notes whose stamp differs from their row's, and reports rows
-        of vanished notes as removed.
-
-        Args:
-            saved: the rows of a saved index, decoded when looked up.
-            graph: the link graph saved with them, used until the notes change.
+        """Take note records saved by an earlier process (`NoteStore.adopt`).
 
         Returns:
             How many records were adopted (0 when the vault was already scanned).
         """
-        with self._lock:
-            if self._notes or self._saved is not None:
-                return 0
-            paths = saved.live_paths()
-            # Lexical check only: the next refresh drops records of paths its walk does
-            # not find, symlinks that leave the vault included.
-            for path in paths if _may_climb_out(paths) else ():
-                if _relative_parts(path) is None:
-                    saved.live[saved.rows[path]] = False
-            self._saved = saved
-            self._graph = graph
-            self._version += 1
-            return int(saved.live.sum())
+        return self._records.adopt(saved, graph)
 
     def unchanged_notes(self, saved: SavedNotes) -> list[str]:
         """The notes held now whose file is the one a saved row was made from.
 
-        For an index saved with this vault's rows that the vault could not adopt (it had
-        been refreshed already): the index is current for these notes only.
+        See `NoteStore.unchanged_notes`.
         """
-        with self._lock:
-            return [
-                path
-                for path in saved.live_paths()
-                if (row := saved.row(path)) is not None and self._stamp_of(path) == saved.stamp(row)
-            ]
+        return self._records.unchanged_notes(saved)
 
     def list_files(self) -> dict[str, tuple[str, Stamp]]:
         """Every note file on disk now, without reading, parsing or recording any of them.
@@ -407,299 +223,41 @@ class Vault:
         """`list_files` with a watch put on each folder first: `FolderWalk.walk_files`."""
         return self._folders.walk_files(watcher)
 
-    def _inside_root(self, real_path: str) -> bool:
-        return self._folders.inside_root(real_path)
-
-    def peek(self, path: str) -> NoteInfo | None:
-        """Parse one note from disk without adding it to the records `refresh` keeps.
-
-        Args:
-            path: vault-relative posix path.
-
-        Returns:
-            The note's record, or None when the path is unsafe, missing, unreadable or
-            over the size limit.
-        """
-        read = self.read_note(path)
-        return None if read is None else read[0]
-
-    def read_note(self, path: str) -> tuple[NoteInfo, str, Stamp] | None:
-        """`peek`, with the note's text and the stamp of the file it was read from."""
-        abs_path = self.safe_path(path)
-        return None if abs_path is None else self.read_listed(path, str(abs_path))
-
-    def read_listed(self, path: str, abs_path: str) -> tuple[NoteInfo, str, Stamp] | None:
-        """`read_note` for a note as `list_files` gave it, its path not resolved again.
-
-        The listing's walk already kept out what leads outside the vault; resolving each
-        path again (`safe_path`, a `realpath` per note) was a tenth of an index build.
-
-        Args:
-            path: the note's vault-relative path.
-            abs_path: its file, from the same listing: never a path from elsewhere (a
-                link, a query), which `read_note` checks.
-        """
-        try:
-            stat = os.stat(abs_path)
-        except OSError:
-            return None
-        loaded = self._load(path, abs_path, stat)
-        if loaded is None:
-            return None
-        return loaded[0], loaded[1], file_stamp(stat)
-
-    def _same_text(self, rel: str, abs_path: str) -> bool:
-        """Whether a note's file still holds the text read before (False when unknown)."""
-        known = self._digests.get(rel)
-        if known is None:
-            return False  # never read here (an adopted record): read it again
-        try:
-            with open(abs_path, "rb") as handle:
-                text = decode_note(handle.read(self.max_note_bytes + 1))
-        except OSError:
-            return False
-        return _digest(text) == known
-
-    def _load(self, rel: str, abs_path: str, stat: os.stat_result) -> tuple[NoteInfo, str] | None:
-        if stat.st_size > self.max_note_bytes:
-            key = (rel, stat.st_mtime_ns)
-            if key not in self._oversized:
-                self._oversized.add(key)
-                logger.warning(
-                    "Skipping %s: %d bytes is over the %d-byte note limit",
-                    rel,
-                    stat.st_size,
-                    self.max_note_bytes,
-                )
-            return None
-        try:
-            with open(abs_path, "rb") as handle:
-                text = decode_note(handle.read(self.max_note_bytes + 1))
-        except OSError as exc:
-            logger.warning("Cannot read %s: %s", rel, exc)
-            return None
-        parsed = parse_note(text)
-        if parsed.frontmatter_error:
-            logger.warning(
-                "Ignoring the frontmatter of %s (%s); the note stays searchable",
-                rel,
-                parsed.frontmatter_error,
-            )
-        ctime = getattr(stat, "st_birthtime", stat.st_ctime)
-        # The times of the stamp, clamped as saved: `read_recorded` compares the two.
-        mtime_ns, size, changed_ns = file_stamp(stat)
-        info = self._note_info(
-            rel, mtime_ns / 1e6, ctime * 1000.0, size, parsed, changed_ns=changed_ns
-        )
-        return info, text
-
-    def _note_info(
-        self,
-        rel: str,
-        mtime_ms: float,
-        ctime_ms: float,
-        size: int,
-        parsed: ParsedNote,
-        *,
-        changed_ns: int,
-    ) -> NoteInfo:
-        return NoteInfo(
-            path=rel,
-            title=note_title(rel),
-            mtime_ms=mtime_ms,
-            ctime_ms=ctime_ms,
-            size=size,
-            parsed=parsed,
-            changed_ns=changed_ns,
-            searchable=self._allowed(rel, parsed),
-        )
-
-    def _allowed(self, path: str, parsed: ParsedNote) -> bool:
-        if not (self.inclusions or self.exclusions):
-            return True
-        return is_allowed(self.inclusions, self.exclusions, path, parsed.tags, parsed.frontmatter)
-
-    # ----------------------------------------------------------------- reading
-
-    def read_text(self, path: str) -> str | None:
-        """Read a note by its vault-relative path, refusing anything outside the vault.
-
-        Args:
-            path: vault-relative posix path.
-
-        Returns:
-            The decoded text, or None when the path is unsafe, missing or unreadable.
-        """
-        read = self._read_stamped(path)
-        return None if read is None else read[0]
-
-    def read_recorded(self, info: NoteInfo) -> tuple[str, bool] | None:
-        """Read a note and tell whether the file is still the one `info` was parsed from.
-
-        Chunking needs heading offsets; when the file's mtime and size still match the
-        record, `info.parsed` describes this very text and need not be parsed again.
-
-        Args:
-            info: the note's record.
-
-        Returns:
-            `(text, unchanged)`, or None when the note cannot be read.
-        """
-        read = self._read_stamped(info.path)
-        if read is None:
-            return None
-        text, (mtime_ns, size, ctime_ns) = read
-        # `info` may not be in the records (see `peek`): its own stamp tells.
-        return text, (mtime_ns / 1e6, size, ctime_ns) == info.content_stamp
-
-    def _read_stamped(self, path: str) -> tuple[str, Stamp] | None:
-        """A note's text and the `(mtime_ns, size, ctime_ns)` of the file it was read from."""
-        abs_path = self.safe_path(path)
-        if abs_path is None:
-            return None
-        try:
-            with open(abs_path, "rb") as handle:
-                stat = os.fstat(handle.fileno())
-                text = decode_note(handle.read(self.max_note_bytes + 1))
-        except OSError:
-            return None
-        return text, file_stamp(stat)
-
-    def safe_path(self, path: str) -> Path | None:
-        """Map a vault-relative path to a file path only if it stays inside the vault.
-
-        Args:
-            path: a path as it appears in a chunk id or a link.
-
-        Returns:
-            The absolute path, or None for absolute paths, `..` escapes and symlinks
-            that lead outside the root.
-        """
-        parts = _relative_parts(path)
-        if parts is None:
-            return None
-        candidate = self.root.joinpath(*parts)
-        if not self._inside_root(os.path.realpath(candidate)):
-            return None
-        return candidate
-
     # ----------------------------------------------------------------- queries
 
     @property
     def notes(self) -> Mapping[str, NoteInfo]:
         """Notes known after the last refresh, by path (searchable or not).
 
-        Records adopted from a saved index are decoded as they are looked up: iterating
-        the values of a large vault decodes every record, so passes over the whole vault
-        iterate paths where they can.
+        Passes over the whole vault iterate paths, not records, where they can (`NoteStore.notes`).
         """
-        return _KnownNotes(self)
+        return self._records.notes
 
     def get(self, path: str) -> NoteInfo | None:
         """The record of one note, or None (checked against the note if it was adopted)."""
-        info = self._notes.get(path)
-        saved = self._saved
-        if info is not None or saved is None:
-            return info
-        row = saved.row(path)
-        if row is None:
-            return None
-        info = self._decoded(saved, row)
-        if info is None or saved.verified[row]:
-            return info
-        return self._verified(info, saved, row)
+        return self._records.get(path)
 
     def content_stamp(self, path: str) -> tuple[float, int, int] | None:
         """`(mtime_ms, size, changed_ns)` of a known note, read without decoding its record.
 
-        What a cache of a note's derived data is keyed by (`ChunkCache`): a query's
-        candidates whose chunks are cached need nothing else of their record. On the
-        100,480-note help x16 vault, decoding the saved records of a query's 200
-        candidates was half of a warm query, and the decoded records that outgrew their
-        cache set off a full garbage collection (~270 ms) every few dozen queries.
+        See `NoteStore.content_stamp`.
         """
-        info = self._notes.get(path)
-        if info is not None:
-            return info.content_stamp
-        saved = self._saved
-        row = None if saved is None else saved.row(path)
-        if saved is None or row is None:
-            return None
-        _mtime_ns, size, changed_ns = saved.stamp(row)
-        return saved.times(row)[0], size, changed_ns
+        return self._records.content_stamp(path)
 
     def record(self, path: str) -> NoteInfo | None:
         """The record of one note as held, unchecked: for passes over every note.
 
-        `get` checks a record adopted from a saved index against its note the first time
-        it is asked for it; a pass over the whole vault would read the whole vault.
+        See `NoteStore.record`.
         """
-        info = self._notes.get(path)
-        saved = self._saved
-        if info is not None or saved is None:
-            return info
-        row = saved.row(path)
-        return None if row is None else self._decoded(saved, row)
-
-    def _decoded(self, saved: SavedNotes, row: int) -> NoteInfo | None:
-        """A saved row as a record; a damaged row is read again from its note (logged)."""
-        path = saved.paths[row]
-        mtime_ms, ctime_ms = saved.times(row)
-        stamp = saved.stamp(row)
-        try:
-            parsed = saved.parsed(row)
-        except ValueError as exc:
-            logger.warning("The saved record of %s is damaged (%s); it is read again", path, exc)
-            return self._reread(path)
-        return self._note_info(path, mtime_ms, ctime_ms, stamp[1], parsed, changed_ns=stamp[2])
-
-    def _reread(self, path: str) -> NoteInfo | None:
-        """Read a note whose saved row cannot be trusted; the next refresh reports it."""
-        read = self.read_note(path)
-        with self._lock:
-            if read is None:
-                self._forget_note(path)
-            else:
-                self._keep(read[0], read[2])
-                self._digests[path] = _digest(read[1])
-            self._graph = None
-            self._version += 1
-        return None if read is None else read[0]
-
-    def _verified(self, info: NoteInfo, saved: SavedNotes, row: int) -> NoteInfo:
-        """An adopted record, or the one its note parses to when they differ (logged)."""
-        read = self._read_stamped(info.path)
-        if read is None or read[1] != saved.stamp(row):
-            return info  # changed since: the next refresh reads it anyway
-        text = read[0]
-        parsed = parse_note(text)
-        digest = _digest(text)
-        with self._lock:
-            if saved.row(info.path) != row:
-                return self._notes.get(info.path) or info
-            saved.verified[row] = True
-            self._digests[info.path] = digest
-            if parsed == info.parsed:
-                return info
-            logger.warning(
-                "The saved record of %s does not match the note (a stale or altered index"
-                " file); it is re-derived from the note",
-                info.path,
-            )
-            fixed = replace(info, parsed=parsed, searchable=self._allowed(info.path, parsed))
-            self._keep(fixed, read[1])  # forgets the digest with the saved row
-            self._digests[info.path] = digest
-            self._graph = None
-            self._version += 1
-            return fixed
+        return self._records.record(path)
 
     def folder_sizes(self) -> Counter[str]:
         """Number of notes directly in each folder (the folder boost's denominator)."""
-        return self._link_graph().folder_sizes
+        return self.link_graph().folder_sizes
 
     def backlinks(self, path: str) -> frozenset[str]:
-        """Paths of the notes that link to `path`."""
-        return self._link_graph().backlinks(path)
+        """Paths of the notes that link to `path` (the graph boost's `NoteGraph`)."""
+        return self.link_graph().backlinks(path)
 
     def tags(self, path: str) -> tuple[str, ...]:
         """A note's tags (inline and frontmatter, `#`-prefixed), empty for an unknown note.
@@ -709,44 +267,16 @@ class Vault:
         info = self.record(path)
         return info.parsed.tags if info is not None else ()
 
-    def outlinks(self, path: str) -> frozenset[str]:
-        """Paths of the notes `path` links to (resolved; unresolved links dropped)."""
-        return self._link_graph().outlinks(path)
-
-    def neighbours(
-        self, path: str, limit: int, exclude: Collection[str] = ()
-    ) -> list[tuple[str, int]]:
-        """Up to `limit` notes one link away, most linked first (`LinkGraph.neighbours`)."""
-        return self._link_graph().neighbours(path, limit, exclude)
-
     def co_cited(self, path: str, among: Collection[str]) -> set[str]:
-        """The notes of `among` that a note linking to `path` also links to."""
-        return self._link_graph().co_cited(path, among)
-
-    def resolve(self, name: str) -> str | None:
-        """Resolve a link target to a note path the way Obsidian does.
-
-        Exact vault paths win (with or without `.md`), then file names compared
-        case-insensitively, then frontmatter aliases. An ambiguous name picks the
-        shortest path and says so in the log (docs/design.md, decision 4).
-
-        Args:
-            name: the link target, heading and alias already stripped.
-
-        Returns:
-            The note path, or None.
-        """
-        return self._link_graph().resolve(name)
-
-    def _link_graph(self) -> LinkGraph:
-        with self._lock:
-            if self._graph is None:
-                self._graph = LinkGraph.from_notes(self.notes)
-            return self._graph
+        """The notes of `among` that a note linking to `path` also links to (`NoteGraph`)."""
+        return self.link_graph().co_cited(path, among)
 
     def link_graph(self) -> LinkGraph:
-        """The notes' links as rows over paths (what a saved index keeps)."""
-        return self._link_graph()
+        """The notes' links (`resolve`, `neighbours`, `outlinks`), as of the records now.
+
+        Made again only after the records changed; a saved index keeps its rows.
+        """
+        return self._records.link_graph()
 
 
 def open_vault(
@@ -788,60 +318,3 @@ def open_vault(
         msg = f"{owner} needs {needs}"
         raise ValueError(msg)
     return Vault(vault_path, inclusions=inclusions, exclusions=exclusions)
-
-
-def _saved_revision(row: int) -> int:
-    """The revision of an adopted row: negative, apart from read notes' and from -1."""
-    return -2 - row
-
-
-def _may_climb_out(paths: list[str]) -> bool:
-    """Whether any of the paths needs `_relative_parts`' check, seen in one pass.
-
-    Paths with no backslash, NUL, `..` or `:`, none empty and none starting with `/`, all
-    pass it: checking 100,000 saved paths one by one was 0.4 s of a restart's first query.
-    """
-    joined = "\n" + "\n".join(paths) + "\n"
-    return any(mark in joined for mark in ("\\", "\x00", "..", ":", "\n/", "\n\n"))
-
-
-def _relative_parts(path: str) -> tuple[str, ...] | None:
-    """The parts of a vault-relative path, None when it is absolute or climbs out.
-
-    String operations only (the parts `PurePosixPath` gives: empty and `.` parts
-    dropped): adopting a saved index checks every note's path with it.
-    """
-    if not path or path.startswith(("/", "\\")) or "\x00" in path:
-        return None
-    parts = tuple(part for part in path.replace("\\", "/").split("/") if part not in ("", "."))
-    if any(part == ".." for part in parts) or (parts and _DRIVE.fullmatch(parts[0])):
-        return None
-    return parts
-
-
-class _KnownNotes(Mapping[str, NoteInfo]):
-    """The vault's notes by path; adopted records are decoded as they are looked up."""
-
-    def __init__(self, vault: Vault) -> None:
-        self._vault = vault
-
-    def __getitem__(self, path: str) -> NoteInfo:
-        info = self._vault.record(path)
-        if info is None:
-            raise KeyError(path)
-        return info
-
-    def __contains__(self, path: object) -> bool:
-        vault = self._vault
-        if path in vault._notes:
-            return True
-        saved = vault._saved
-        return isinstance(path, str) and saved is not None and saved.row(path) is not None
-
-    def __iter__(self) -> Iterator[str]:
-        return (path for path, _revision in self._vault.revisions())
-
-    def __len__(self) -> int:
-        vault = self._vault
-        saved = vault._saved
-        return len(vault._notes) + (0 if saved is None else int(saved.live.sum()))
