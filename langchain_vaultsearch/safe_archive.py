@@ -160,6 +160,23 @@ def write_atomically(path: Path, header: dict[str, Any], arrays: Members) -> Non
         raise
 
 
+def save_if_possible(path: Path, header: dict[str, Any], arrays: Members, what: str) -> bool:
+    """`write_atomically` for a file that only saves work: failing to write it is no error.
+
+    A read-only vault, a full disk or a folder in the way costs the next process a rebuild,
+    not this one its answer; so it is logged (at INFO) instead of raised.
+
+    Returns:
+        Whether the file was written.
+    """
+    try:
+        write_atomically(path, header, arrays)
+    except OSError as exc:
+        logger.info("Not saving the %s to %s: %s", what, path, exc)
+        return False
+    return True
+
+
 def remove_abandoned(candidates: Iterable[Path], older_than_s: float) -> int:
     """Delete temporaries no live writer holds; returns how many went.
 

@@ -39,8 +39,8 @@ from langchain_vaultsearch.safe_archive import (
     code_key,
     discard,
     refused_folder,
+    save_if_possible,
     typed_array,
-    write_atomically,
 )
 from langchain_vaultsearch.text import tokenize
 
@@ -86,12 +86,7 @@ def save(path: Path, chunks: IndexedChunks, scorer: KeywordScorer) -> bool:
         "form_offsets": scorer.forms.offsets,
         "form_docs": scorer.forms.docs,
     }
-    try:
-        write_atomically(path, header, arrays)
-    except OSError as exc:
-        logger.info("Not saving the keyword index to %s: %s", path, exc)
-        return False
-    return True
+    return save_if_possible(path, header, arrays, "keyword index")
 
 
 def load(

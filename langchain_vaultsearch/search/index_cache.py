@@ -39,8 +39,8 @@ from langchain_vaultsearch.safe_archive import (
     refused_folder,
     remove_abandoned,
     remove_abandoned_folders,
+    save_if_possible,
     typed_array,
-    write_atomically,
 )
 from langchain_vaultsearch.search import recall
 from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
@@ -154,12 +154,7 @@ def write_index(
         "link_offsets": links[0],
         "link_targets": links[1],
     }
-    try:
-        write_atomically(target, header, arrays)
-    except OSError as exc:
-        logger.info("Not saving the search index to %s: %s", target, exc)
-        return False
-    return True
+    return save_if_possible(target, header, arrays, "search index")
 
 
 def _link_rows(graph: LinkGraph, numbers: dict[str, int]) -> Rows:

@@ -150,13 +150,9 @@ _WORD_BYTE = bytes(int(c < 128 and (chr(c).isalnum() or chr(c) == "_")) for c in
 _REGEX_AFTER_MISSES = 16
 
 
-@dataclass(frozen=True)
-class _Run:
-    """Texts laid out in order in one buffer: text `i` is `buffer[starts[i]:ends[i]]`."""
+class _Texts:
+    """Texts given by their start and end offsets, one pair a text."""
 
-    buffer: bytes | bytearray
-    first: int
-    """The index of its first text among all the texts searched."""
     starts: array[int]
     ends: array[int]
 
@@ -164,6 +160,17 @@ class _Run:
     def size(self) -> int:
         """How many texts it holds."""
         return len(self.starts)
+
+
+@dataclass(frozen=True)
+class _Run(_Texts):
+    """Texts laid out in order in one buffer: text `i` is `buffer[starts[i]:ends[i]]`."""
+
+    buffer: bytes | bytearray
+    first: int
+    """The index of its first text among all the texts searched."""
+    starts: array[int]
+    ends: array[int]
 
 
 def _runs(spans: Iterable[_Span], first: int = 0) -> list[_Run]:
@@ -180,7 +187,7 @@ def _runs(spans: Iterable[_Span], first: int = 0) -> list[_Run]:
 
 
 @dataclass(frozen=True)
-class _SpilledRun:
+class _SpilledRun(_Texts):
     """Consecutive notes whose texts lie one after the other in the spill file.
 
     Read as one block per search; `starts` and `ends` are offsets in that block.
@@ -190,11 +197,6 @@ class _SpilledRun:
     first: int
     starts: array[int]
     ends: array[int]
-
-    @property
-    def size(self) -> int:
-        """How many texts it holds."""
-        return len(self.starts)
 
     def read(self, spill: SpillFile) -> _Run:
         """The texts, read back from the spill file."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,12 +30,10 @@ from langchain_vaultsearch.safe_archive import (
     check_sizes,
     discard,
     refused_folder,
+    save_if_possible,
     typed_array,
-    write_atomically,
 )
 from langchain_vaultsearch.text.tokenize import contains_cjk
-
-logger = logging.getLogger(__name__)
 
 MAX_CONCEPTS = 30_000
 MIN_NOTES = 2
@@ -105,10 +102,8 @@ class ConceptVocabulary:
             "terms": np.frombuffer(terms, dtype=np.uint8),
             "vectors": self.vectors.reshape(-1),
         }
-        try:
-            write_atomically(path, {"key": self.key, "dimensions": dimensions}, arrays)
-        except OSError as exc:
-            logger.info("Not saving the concept vocabulary to %s: %s", path, exc)
+        header = {"key": self.key, "dimensions": dimensions}
+        save_if_possible(path, header, arrays, "concept vocabulary")
 
     @classmethod
     def load(cls, path: Path, key: str) -> ConceptVocabulary | None:
