@@ -8,7 +8,8 @@ systems are computed from those lists, so dozens of settings cost seconds:
 - `merged-old`, `default-old`: merged search and the default path as they were before
   typo corrections and tag ranking (the lexical weight from exact coverage only, the
   model given the query as typed, a carried tag answered by lexical search alone);
-- `merged`, `rrf`, `blend`: today's fusion methods over the same two lists;
+- `merged`, `rrf`, `blend`: today's fusion methods over the same two lists (without the
+  vault's term rarity, which only the default path reads);
 - `default`: today's default path, run for real;
 - `tuned`: confidence rules (title hits, a weak best cosine, mentions pinned) with free
   parameters, tuned on every vault but the one scored; the rules did not carry from one
@@ -156,7 +157,13 @@ def systems() -> dict[str, System]:
         def run(q: Query) -> list[Document]:
             terms = list(fallback_expansion(q.judged.query).salient_terms)
             return fuse(
-                q.lexical, q.semantic_corrected, limit=OURS_K, method=method, query_terms=terms
+                q.lexical,
+                q.semantic_corrected,
+                limit=OURS_K,
+                method=method,
+                query_terms=terms,
+                depth=OURS_K,
+                note_scores=True,
             )
 
         return run

@@ -8,7 +8,9 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_vaultsearch.fusion.scores import (
+    COVERAGE_FLOOR,
     FUSION_METHODS,
+    MIN_COVERAGE,
     FusionWeights,
     fuse,
     lexical_coverage,
@@ -167,4 +169,58 @@ def test_calibrated_trusts_lexical_as_far_as_it_matched_the_query() -> None:
     weighted = fuse(lexical, semantic, limit=3, query_terms=terms)
     assert plain[0].id == "weak.md#0"  # min-max crowned a one-word match
     assert weighted[0].id == "locking.md#0"
-    assert weighted[0].metadata["score"] == pytest.approx(1 / (1 + 1 / 6))
+    # 1 of 6 words covered is below COVERAGE_FLOOR: the lexical side only breaks ties.
+    assert weighted[0].metadata["score"] == pytest.approx(1 / (1 + MIN_COVERAGE))
+
+
+def test_rare_terms_weigh_more_in_the_coverage_and_unknown_ones_not_at_all() -> None:
+    hits = [lexical_hit("a.md#0", 0.98, "que", "una", "web")]
+    terms = ["que", "una", "ciega", "web"]
+    assert lexical_coverage(hits, terms) == 0.75
+    rarity = {"que": 0.1, "una": 0.1, "ciega": 3.0, "web": 1.0}
+    assert lexical_coverage(hits, terms, rarity) == pytest.approx(1.2 / 4.2)
+    assert lexical_coverage(hits, terms, {**rarity, "ciega": 0.0}) == 1.0  # no note holds it
+
+
+def test_coverage_at_the_floor_leaves_lexical_only_the_ties() -> None:
+    lexical = [lexical_hit("weak.md#0", 0.98, "web"), lexical_hit("x.md#0", 0.5, "web")]
+    semantic = [doc("good.md#0", 0.6, "semantic"), doc("y.md#0", 0.3, "semantic")]
+    terms = ["persona", "ciega", "pueda", "web"]  # a quarter covered, below the floor
+    assert COVERAGE_FLOOR >= 1 / 4
+    fused = fuse(lexical, semantic, limit=4, query_terms=terms)
+    assert fused[0].id == "good.md#0"
+    assert fused[1].metadata["score"] == pytest.approx(MIN_COVERAGE / (1 + MIN_COVERAGE))
+
+
+def title_hit(chunk_id: str, score: float, term: str) -> Document:
+    matches = [{"field": "title", "query": term, "weight": 5.0}]
+    return doc(chunk_id, score, "lexical", {"lexicalMatches": matches})
+
+
+def test_one_word_in_a_title_keeps_the_lexical_order() -> None:
+    lexical = [
+        title_hit("Scrum.md#0", 0.98, "scrum"),
+        lexical_hit("Roles.md#0", 0.5, "scrum"),
+        lexical_hit("Sprint.md#0", 0.1, "scrum"),
+    ]
+    semantic = [doc("Agile.md#0", 0.7, "semantic"), doc("Roles.md#0", 0.6, "semantic")]
+    fused = fuse(lexical, semantic, limit=3, query_terms=["#scrum", "scrum"])
+    assert [d.id for d in fused] == ["Scrum.md#0", "Roles.md#0", "Agile.md#0"]
+    # A word only a note's text holds leaves the semantic side its say.
+    body_only = [lexical_hit("Daily.md#0", 0.98, "scrum")]
+    fused = fuse(body_only, semantic, limit=3, query_terms=["scrum"])
+    assert fused[0].id == "Agile.md#0"
+
+
+def test_depth_and_note_scores() -> None:
+    lexical = [doc(f"l{i}.md#0", 1.0 - i / 10, "lexical") for i in range(6)]
+    semantic = [doc("l3.md#2", 0.7, "semantic"), doc("s.md#0", 0.4, "semantic")]
+    deep = fuse(lexical, semantic, limit=10, depth=3)
+    scores = {d.id: d.metadata["explanation"]["fusion"]["lexical"] for d in deep}
+    assert scores["l0.md#0"] == 1.0
+    assert scores["l2.md#0"] == 0.0
+    assert scores["l4.md#0"] == 0.0  # below the depth
+    by_note = fuse(lexical, semantic, limit=10, note_scores=True)
+    lifted = {d.id: d.metadata["explanation"]["fusion"] for d in by_note}
+    assert lifted["l3.md#0"]["semantic"] == 1.0  # its note's best semantic chunk
+    assert lifted["l3.md#2"]["lexical"] == pytest.approx(0.4)  # its note's lexical score

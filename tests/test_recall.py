@@ -548,3 +548,20 @@ def test_bulk_update_merges_its_terms_with_recent_ones(tmp_path: Path) -> None:
     assert paths(index.candidates(["item7"], 10)) == ["bulk007.md"]
     assert paths(index.candidates(["walrus zygote"], 10)) == ["a.md"]
     assert index.size == BULK_NOTES + 2
+
+
+def test_inverse_document_frequencies_weigh_terms_as_recall_does(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "a.md": "the deployment of kafka",
+            "b.md": "the deploy runbook",
+            "c.md": "the garden",
+        },
+    )
+    _vault, index = open_vault(tmp_path)
+    weights = index.inverse_document_frequencies(["the", "deploy", "kafka", "zzyzx"])
+    assert weights["the"] == pytest.approx(idf(3, 3))
+    assert weights["deploy"] == pytest.approx(idf(3, 2))  # "deployment" counts, as in recall
+    assert weights["kafka"] == pytest.approx(idf(3, 1))
+    assert weights["zzyzx"] == 0.0  # no note holds it, nor anything close

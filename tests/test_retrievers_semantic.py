@@ -303,9 +303,8 @@ def test_merged_and_hybrid_lists_spread_over_notes(
     assert len(set(notes(False))) < 5  # by score alone, the long note's chunks crowd in
 
 
-async def test_the_model_embeds_the_query_as_the_lexical_side_corrected_it(
-    index: VaultIndex, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def asked_model(index: VaultIndex, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the index is asked to search from now on (sync and async)."""
     asked: list[str] = []
     real_search, real_asearch = index.search, index.asearch
 
@@ -319,6 +318,13 @@ async def test_the_model_embeds_the_query_as_the_lexical_side_corrected_it(
 
     monkeypatch.setattr(index, "search", search)
     monkeypatch.setattr(index, "asearch", asearch)
+    return asked
+
+
+async def test_the_model_embeds_the_query_as_the_lexical_side_corrected_it(
+    index: VaultIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = asked_model(index, monkeypatch)
     merged = MergedSemanticRetriever(semantic_index=index, k=5)
     docs = merged.invoke("rollbak deploymnet")  # no note holds either word
     assert asked == ["rollback deployment"]
@@ -330,3 +336,18 @@ async def test_the_model_embeds_the_query_as_the_lexical_side_corrected_it(
     merged.invoke("rollback deployment")
     merged.invoke("rush deploys")  # a short word is never "corrected"
     assert asked == ["rollback deployment", "rush deploys"]
+
+
+async def test_the_model_reads_a_tag_no_note_carries_as_its_word(
+    index: VaultIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = asked_model(index, monkeypatch)
+    merged = MergedSemanticRetriever(semantic_index=index, k=5)
+    merged.invoke("#deployment rollback")  # no note carries #deployment
+    assert asked == ["deployment rollback"]
+    asked.clear()
+    await merged.ainvoke("#deployment rollback")
+    assert asked == ["deployment rollback"]
+    asked.clear()
+    merged.invoke("#ops deploys")  # a carried tag stays a tag (it filters)
+    assert asked == ["#ops deploys"]

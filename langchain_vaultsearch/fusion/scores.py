@@ -10,18 +10,26 @@ descending (`result_order`). Three methods, chosen per call:
   0.3-0.7, so lexical nearly always wins and the semantic side rarely adds anything.
 - `rrf`, reciprocal rank fusion: sum of weight / (k + rank); it ignores score scales
   entirely, at the cost of ignoring how much better the first hit is than the tenth.
-- `calibrated`: each side's scores min-max normalised over its own list, then a weighted
-  sum, so a chunk both sides found rises above chunks only one side found, and each
-  side's confidence still counts. Given the query's terms, the lexical weight is also
-  scaled by their coverage: the share of them the best lexical hits contain. A question in
-  other words than the notes' ("stop two writers changing the same row") matches a few
-  common words lexically, and min-max would still crown the best of those weak hits 1.0.
-  `benchmarks/semantic_quality.py` measures all three.
+- `calibrated`: each side's scores min-max normalised over its own best results (given a
+  `depth`, those that could be shown: the tail below counts 0), then a weighted sum, so a
+  chunk both sides found rises above chunks only one side found, and each side's
+  confidence still counts. With `note_scores` (merged search), a chunk one side did not
+  return takes its note's best score on that side: readers (and nDCG) count notes, and a
+  note both sides found is found whichever of its chunks each side liked best. Given the
+  query's terms, the lexical weight also follows their coverage: the share of them the
+  best lexical hits contain, each term weighed by its rarity in the vault when that is
+  known (`term_weights`), so "que", "una" or "use" count little and a word no note holds
+  (a typo no note corrects) not at all. A question in other words than the notes' ("stop
+  two writers changing the same row") matches a few common words lexically, and min-max
+  would still crown the best of those weak hits 1.0: below `COVERAGE_FLOOR` the lexical
+  side only breaks ties. A query of one word in the title of one of the best lexical hits
+  is answered in the lexical order (the notes it names), the semantic side's chunks after.
+  `benchmarks/semantic_quality.py` and `benchmarks/fusion_lovo.py` measure them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -36,6 +44,11 @@ COVERAGE_HITS = 3
 """Lexical hits whose matched terms count for the coverage."""
 MIN_COVERAGE = 0.05
 """A lexical side matching none of the query's terms still breaks the semantic side's ties."""
+COVERAGE_FLOOR = 0.3
+"""Coverage at or below which the lexical side only breaks ties (weight `MIN_COVERAGE`);
+from it to full coverage its weight rises linearly to 1. Judged leaving each of three
+vaults out (`benchmarks/fusion_lovo.py`): paraphrases cover 0.2-0.6 of their words by
+chance, keyword queries 0.7-1."""
 FUSION_METHODS: tuple[FusionMethod, ...] = ("calibrated", "blend", "rrf")
 
 
@@ -72,6 +85,9 @@ def fuse(
     method: FusionMethod = "calibrated",
     weights: FusionWeights | None = None,
     query_terms: Sequence[str] = (),
+    term_weights: Mapping[str, float] | None = None,
+    depth: int | None = None,
+    note_scores: bool = False,
 ) -> list[Document]:
     """Fuse two ranked lists into one.
 
@@ -81,8 +97,16 @@ def fuse(
         limit: documents to return at most.
         method: `calibrated`, `blend` or `rrf`.
         weights: side weights and method constants.
-        query_terms: `calibrated` only: the query's own terms; the lexical weight is
-            scaled by how many of them the best lexical hits contain.
+        query_terms: `calibrated` only: the query's own terms; the lexical weight
+            follows how many of them the best lexical hits contain, and a query of one
+            term in one of their titles keeps the lexical order.
+        term_weights: `calibrated` only: each index term's weight in that coverage
+            (its IDF in the vault; 0 for a term no note holds); None counts each once.
+        depth: `calibrated` only: each side's scores are min-max normalised over its
+            best `depth` results (those that could be shown), lower ones counting 0;
+            None normalises over the whole list.
+        note_scores: `calibrated` only: a chunk one side did not return takes its
+            note's best score on that side (False: 0).
 
     Returns:
         New documents (inputs are not modified) with the fused score in `score` and
@@ -98,38 +122,69 @@ def fuse(
     weights = weights or FusionWeights()
     lexical, semantic = _unique(lexical), _unique(semantic)
     if method == "calibrated" and query_terms:
-        coverage = max(lexical_coverage(lexical, query_terms), MIN_COVERAGE)
-        weights = replace(weights, lexical=weights.lexical * coverage)
+        weights = _covered_weights(weights, lexical, query_terms, term_weights)
     if method == "blend":
         fused = _blend(lexical, semantic, weights)
     else:
         side_scores = (
             (_rrf_scores(lexical, weights.rrf_k), _rrf_scores(semantic, weights.rrf_k))
             if method == "rrf"
-            else (_minmax(lexical), _minmax(semantic))
+            else (_minmax(lexical, depth), _minmax(semantic, depth))
         )
-        fused = _weighted_sum(lexical, semantic, side_scores, weights, method)
+        by_note = note_scores and method == "calibrated"
+        fused = _weighted_sum(lexical, semantic, side_scores, weights, method, by_note=by_note)
     fused.sort(key=result_order)
     return fused[:limit]
 
 
-def lexical_coverage(lexical: Sequence[Document], query_terms: Sequence[str]) -> float:
+def lexical_coverage(
+    lexical: Sequence[Document],
+    query_terms: Sequence[str],
+    term_weights: Mapping[str, float] | None = None,
+) -> float:
     """The share of the query's terms the best of the top lexical hits contains (0..1).
 
     Terms are compared as index terms (`tokenize_mixed`: words, CJK bigrams), a matched
     term counting for the query terms it starts with (prefix matching), and a word the
     lexical side matched as a typo's correction for the typo (`typos.covers`); tags are
-    left out, as tags filter. No terms: full coverage.
+    left out, as tags filter. With `term_weights` each term counts its weight (a term
+    missing from them counts 1, one weighing 0 not at all). No terms: full coverage.
     """
-    words = " ".join(term for term in query_terms if not term.startswith("#"))
-    terms = list(dict.fromkeys(tokenize_mixed(words)))
-    if not terms:
+    terms = coverage_terms(query_terms)
+    weight = {t: 1.0 if term_weights is None else term_weights.get(t, 1.0) for t in terms}
+    total = sum(weight.values())
+    if total <= 0:
         return 1.0
-    best = 0
+    best = 0.0
     for doc in lexical[:COVERAGE_HITS]:
         matches = lexical_matches(doc)
-        best = max(best, sum(1 for term in terms if any(covers(m, term) for m in matches)))
-    return best / len(terms)
+        found = sum(weight[term] for term in terms if any(covers(m, term) for m in matches))
+        best = max(best, found)
+    return best / total
+
+
+def coverage_terms(query_terms: Sequence[str]) -> list[str]:
+    """The index terms coverage counts: the query terms' words and CJK bigrams, not tags."""
+    words = " ".join(term for term in query_terms if not term.startswith("#"))
+    return list(dict.fromkeys(tokenize_mixed(words)))
+
+
+def _covered_weights(
+    weights: FusionWeights,
+    lexical: Sequence[Document],
+    query_terms: Sequence[str],
+    term_weights: Mapping[str, float] | None,
+) -> FusionWeights:
+    """The weights with the lexical one following the query's coverage."""
+    coverage = lexical_coverage(lexical, query_terms, term_weights)
+    terms = coverage_terms(query_terms)
+    if weights.lexical > 0 and len(terms) == 1 and _titled(lexical, terms[0]):
+        # One word that names notes (`#scrum`, `kanban`): those notes, as lexical search
+        # ranks them. A word only some note's text holds leaves the semantic side its
+        # say: the note about it may never use it.
+        return replace(weights, semantic=0.0)
+    share = (coverage - COVERAGE_FLOOR) / (1.0 - COVERAGE_FLOOR)
+    return replace(weights, lexical=weights.lexical * min(max(share, MIN_COVERAGE), 1.0))
 
 
 def _key(doc: Document) -> str:
@@ -201,15 +256,41 @@ def _rrf_scores(docs: list[Document], rrf_k: int) -> dict[str, float]:
     return {_key(doc): (rrf_k + 1) / (rrf_k + rank) for rank, doc in enumerate(docs, 1)}
 
 
-def _minmax(docs: list[Document]) -> dict[str, float]:
-    """Scores rescaled over the list: best 1.0, worst 0.0 (all 1.0 when they are equal)."""
+def _titled(lexical: Sequence[Document], term: str) -> bool:
+    """Whether one of the best lexical hits holds the term in its title or aliases."""
+    return any(
+        m.get("field") in ("title", "aliases") and covers(m, term)
+        for doc in lexical[:COVERAGE_HITS]
+        for m in lexical_matches(doc)
+    )
+
+
+def _minmax(docs: list[Document], depth: int | None = None) -> dict[str, float]:
+    """Scores rescaled over the list's best `depth`: best 1.0, the `depth`-th 0.0.
+
+    Lower ones are 0.0 too; when the best `depth` tie, the first score below them is the
+    0.0, and all are 1.0 when every score is equal. No `depth`: the whole list.
+    """
     scores = {_key(doc): document_score(doc.metadata) for doc in docs}
     if not scores:
         return {}
-    low, high = min(scores.values()), max(scores.values())
+    ranked = sorted(scores.values(), reverse=True)
+    high = ranked[0]
+    low = ranked[-1] if depth is None or depth >= len(ranked) else ranked[max(depth, 1) - 1]
+    if high - low <= 1e-12:
+        low = next((score for score in ranked if high - score > 1e-12), high)
     if high - low <= 1e-12:
         return dict.fromkeys(scores, 1.0)
-    return {key: (score - low) / (high - low) for key, score in scores.items()}
+    return {key: max(score - low, 0.0) / (high - low) for key, score in scores.items()}
+
+
+def _note_best(docs: list[Document], scores: dict[str, float]) -> dict[str, float]:
+    """Each note's best normalised score on one side."""
+    best: dict[str, float] = {}
+    for doc in docs:
+        path = str(doc.metadata.get("path", ""))
+        best[path] = max(best.get(path, 0.0), scores.get(_key(doc), 0.0))
+    return best
 
 
 def _weighted_sum(
@@ -218,17 +299,25 @@ def _weighted_sum(
     side_scores: tuple[dict[str, float], dict[str, float]],
     weights: FusionWeights,
     method: FusionMethod,
+    *,
+    by_note: bool = False,
 ) -> list[Document]:
-    """Sum of weighted side scores over the weight of the sides that found anything."""
+    """Sum of weighted side scores over the weight of the sides that found anything.
+
+    With `by_note`, a chunk one side did not return takes its note's best score there.
+    """
     lexical_scores, semantic_scores = side_scores
     # A side that returned nothing (skipped or failed) does not halve the other's scores.
     total = weights.lexical * bool(lexical) + weights.semantic * bool(semantic) or 1.0
     docs = {_key(doc): doc for doc in semantic}
     docs.update((_key(doc), doc) for doc in lexical)  # lexical wins the collision
+    lexical_notes = _note_best(lexical, lexical_scores) if by_note else {}
+    semantic_notes = _note_best(semantic, semantic_scores) if by_note else {}
     fused = []
     for key, doc in docs.items():
-        from_lexical = lexical_scores.get(key, 0.0)
-        from_semantic = semantic_scores.get(key, 0.0)
+        path = str(doc.metadata.get("path", ""))
+        from_lexical = lexical_scores.get(key, lexical_notes.get(path, 0.0))
+        from_semantic = semantic_scores.get(key, semantic_notes.get(path, 0.0))
         score = (weights.lexical * from_lexical + weights.semantic * from_semantic) / total
         fusion = {"method": method, "lexical": from_lexical, "semantic": from_semantic}
         fused.append(_scored(doc, score, fusion))

@@ -178,6 +178,14 @@ class TieredLexicalRetriever(VaultRetriever):
         """False while searches scan because a large vault's first index is still building."""
         return self._core.index.index_ready
 
+    def term_rarity(self, terms: Sequence[str]) -> dict[str, float] | None:
+        """How rare each index term is in the vault (its IDF; 0 when no note holds it).
+
+        None while a large vault's first index builds. Merged search weighs the share of
+        the query the lexical side matched by it (`fusion.scores.lexical_coverage`).
+        """
+        return self._core.index.term_rarity(list(terms))
+
     def _search(self, query: str, call: SearchCall) -> list[Document]:
         query, terms = self._as_searched(query, call.salient_terms)
         result = self._core.retrieve(query, self._options(query, call.k, terms))

@@ -22,14 +22,14 @@ from langchain_vaultsearch.cancellation import SearchCancelled, raise_if_cancell
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_expansion
 from langchain_vaultsearch.filters import note_matches
 from langchain_vaultsearch.fusion.hybrid import HybridStages, diverse_top, top_k_for
-from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, fuse
+from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, coverage_terms, fuse
 from langchain_vaultsearch.fusion.typos import corrected_query
 from langchain_vaultsearch.limits import (
     RETURN_ALL_LIMIT,
     result_count_field,
     result_limit,
 )
-from langchain_vaultsearch.query_plan import tag_filters
+from langchain_vaultsearch.query_plan import tag_filters, uncarried_tags_as_words
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.vault_retriever import SearchCall, VaultRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
@@ -151,8 +151,11 @@ class MergedSemanticRetriever(VaultRetriever):
         )
         raise_if_cancelled()
         try:
-            # The model reads the words the lexical side corrected, not the typos.
-            semantic = self._semantic.invoke(corrected_query(query, lexical), config, k=each)
+            # The model reads the words the lexical side corrected, not the typos, and a
+            # `#tag` no note carries as the word the lexical side searched.
+            semantic = self._semantic.invoke(
+                corrected_query(self._as_words(query), lexical), config, k=each
+            )
         except SearchCancelled:
             raise
         except Exception as exc:
@@ -162,17 +165,18 @@ class MergedSemanticRetriever(VaultRetriever):
     async def _asearch(self, query: str, call: SearchCall) -> list[Document]:
         limit, each = self._limits(call.k)
         config, salient_terms = call.config, call.salient_terms
+        words = self._as_words(query)
         lexical, semantic = await asyncio.gather(
             self._lexical().ainvoke(query, config, k=each, salient_terms=list(salient_terms or ())),
-            self._semantic.ainvoke(query, config, k=each),
+            self._semantic.ainvoke(words, config, k=each),
             return_exceptions=True,
         )
         if isinstance(lexical, BaseException):
             raise lexical
         if isinstance(semantic, SearchCancelled):
             raise semantic
-        corrected = corrected_query(query, lexical)
-        if corrected != query and not isinstance(semantic, BaseException):
+        corrected = corrected_query(words, lexical)
+        if corrected != words and not isinstance(semantic, BaseException):
             # Both sides ran at once; a query with a typo asks the model again, corrected.
             try:
                 semantic = await self._semantic.ainvoke(corrected, config, k=each)
@@ -193,9 +197,11 @@ class MergedSemanticRetriever(VaultRetriever):
         salient_terms: Sequence[str] | None,
     ) -> list[Document]:
         # The query's own words (not an LLM's expansion): how much of what the user typed
-        # lexical search found is what its weight should follow.
+        # lexical search found is what its weight should follow, each word as far as it
+        # is rare in the vault.
         raise_if_cancelled()
-        terms = fallback_expansion(query).salient_terms
+        terms = fallback_expansion(self._as_words(query)).salient_terms
+        rarity = self._lexical().term_rarity(coverage_terms(terms)) if terms else None
         tags = self._carried_tags(query, salient_terms)
         fused = fuse(
             lexical,
@@ -209,6 +215,9 @@ class MergedSemanticRetriever(VaultRetriever):
             method=self.fusion,
             weights=self._weights,
             query_terms=terms,
+            term_weights=rarity,
+            depth=limit,
+            note_scores=True,
         )
         vault = self.semantic_index.vault
         if tags:
@@ -220,6 +229,12 @@ class MergedSemanticRetriever(VaultRetriever):
             if tags:  # graph neighbours of tagged notes need not carry the tag
                 found = [d for d in found if note_matches(vault.get(_path(d)), tags, None)]
         return with_index_progress(found, self.semantic_index.progress)
+
+    def _as_words(self, query: str) -> str:
+        """The query with each `#tag` no note carries as its words, as lexical search reads it."""
+        if "#" not in query:
+            return query
+        return uncarried_tags_as_words(query, self.semantic_index.vault.tag_catalog.carried)
 
     def _carried_tags(self, query: str, salient_terms: Sequence[str] | None) -> frozenset[str]:
         """The query's `#tags` some note carries: they filter, merged scores rank.

@@ -288,6 +288,16 @@ class LexicalIndex:
                     break
         return found
 
+    def term_rarity(self, terms: list[str]) -> dict[str, float] | None:
+        """Each index term's IDF over the vault's notes (0: no note holds it).
+
+        None while the first index builds (searches scan): rarity is then unknown.
+        """
+        if self._scan is not None:
+            return None
+        with self.lock:
+            return self.recall.inverse_document_frequencies(terms)
+
     def trim_pages(self) -> None:
         """Let go of the saved index's pages once more than their share are resident.
 

@@ -790,6 +790,31 @@ class RecallIndex:
             ranked.append((self._paths[note_id], score))
         return ranked
 
+    def inverse_document_frequencies(self, terms: Sequence[str]) -> dict[str, float]:
+        """How rare each term is among the searchable notes, as recall weighs it.
+
+        A term counts the notes holding it or a word it begins (or, for a word no note
+        holds, its close spellings), as `candidates` recalls them; the weight is the same
+        BM25 IDF. A term no note holds in any of those ways weighs 0.
+
+        Args:
+            terms: index terms (`tokenize_mixed` output), lowercase.
+
+        Returns:
+            Each distinct term's IDF.
+        """
+        count = len(self._paths)
+        eligible = self._live[:count] & self._searchable[:count]
+        total = int(eligible.sum())
+        weights: dict[str, float] = {}
+        for term in dict.fromkeys(terms):
+            term_ids = [i for _t, _w, i in self.vocabulary.expand_ids(term) if i is not None]
+            holders = self._any_mask(self._body, term_ids, count)
+            holders |= self._any_mask(self._meta, term_ids, count)
+            found = int((holders & eligible).sum())
+            weights[term] = math.log(1.0 + (total - found + 0.5) / (found + 0.5)) if found else 0.0
+        return weights
+
     @staticmethod
     def _any_mask(postings: Postings, term_ids: list[int], count: int) -> BoolMask:
         """Notes holding at least one of the terms (a word and its prefix expansions)."""
