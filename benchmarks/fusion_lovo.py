@@ -11,6 +11,10 @@ systems are computed from those lists, so dozens of settings cost seconds:
 - `merged`, `rrf`, `blend`: today's fusion methods over the same two lists (without the
   vault's term rarity, which only the default path reads);
 - `default`: today's default path, run for real;
+- `hybrid`: `RetrieverFactory(mode="hybrid")` (graph neighbours and recency after fusion;
+  no reranker, as no cross-encoder is installed here), run for real;
+- `langchain`: the usual LangChain stack, BM25Retriever and the same vectors in an
+  EnsembleRetriever (`usual_langchain_stack`), run for real;
 - `tuned`: confidence rules (title hits, a weak best cosine, mentions pinned) with free
   parameters, tuned on every vault but the one scored; the rules did not carry from one
   vault to another and do not ship: the table says so every time it runs.
@@ -42,7 +46,10 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
 
+from benchmarks.baseline import build_baseline
 from benchmarks.common import format_table, normalize_note_path
 from benchmarks.judged_runs import judged_sets
 from benchmarks.metrics import distinct, ndcg_at_k
@@ -75,6 +82,8 @@ class Query:
     semantic: list[Document]
     semantic_corrected: list[Document]
     default: list[Document]
+    hybrid: list[Document]
+    langchain: list[Document]
     carried_tag: bool
     scores: dict[str, float] = field(default_factory=dict)
 
@@ -101,6 +110,10 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
         lexical = TieredLexicalRetriever(vault=index.vault, k=EACH)
         semantic = index.as_retriever(k=EACH, refresh=False)
         default = RetrieverFactory(semantic_index=index, k=OURS_K, lexical_side=lexical)
+        hybrid = RetrieverFactory(
+            semantic_index=index, mode="hybrid", k=OURS_K, lexical_side=lexical
+        )
+        usual = usual_langchain_stack(vault, index.store)
         carried = Available(tag_carried=index.vault.tag_catalog.carried)
         for queries, _ in judged_sets([f"{f}={vault}" for f in files]):
             for judged in queries:
@@ -119,6 +132,8 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
                             else semantic.invoke(corrected)
                         ),
                         default=default.invoke(judged.query),
+                        hybrid=hybrid.invoke(judged.query),
+                        langchain=usual.invoke(judged.query),
                         carried_tag=bool(plan_query(judged.query, available=carried).tags),
                     )
                 )
@@ -127,6 +142,21 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
 
 
 System = Callable[[Query], list[Document]]
+
+
+def usual_langchain_stack(vault: Path, store: VectorStore) -> BaseRetriever:
+    """What a LangChain user would assemble: BM25Retriever and the vector store, ensembled.
+
+    The BM25 side is the speed benchmark's baseline (the notes split on their headers); the
+    vector side is the same Chroma collection, embedded by the same model, that our
+    semantic side searches, so only the ranking and the fusion differ. EnsembleRetriever
+    fuses them by weighted reciprocal rank (equal weights, c=60), its defaults.
+    """
+    from langchain_classic.retrievers import EnsembleRetriever
+
+    bm25 = build_baseline(vault, k=OURS_K)
+    vectors = store.as_retriever(search_kwargs={"k": OURS_K})
+    return EnsembleRetriever(retrievers=[bm25, vectors], weights=[0.5, 0.5])
 
 
 def _query_terms(query: Query) -> list[str]:
@@ -177,6 +207,8 @@ def systems() -> dict[str, System]:
         "rrf": today("rrf"),
         "blend": today("blend"),
         "default": lambda q: q.default,
+        "hybrid": lambda q: q.hybrid,
+        "langchain": lambda q: q.langchain,
     }
 
 
