@@ -236,3 +236,33 @@ def test_chunks_reuse_the_vaults_parse_unless_the_file_changed(
     chunks = ChunkCache(vault).chunks_for(info)
     assert [c.chunk.heading for c in chunks] == ["Third"]
     assert len(parses) == 1
+
+
+def test_a_cache_without_terms_gives_the_same_chunks_and_tokenizes_nothing(
+    ft_vault: tuple[Vault, RecallIndex, ChunkCache], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Semantic search only shows chunks: tokenizing them was most of its cost per note.
+    from langchain_vaultsearch.search import chunk_cache as chunk_cache_module
+
+    vault, _index, with_terms = ft_vault
+    expected = {
+        path: [c.chunk for c in with_terms.chunks_for(info)] for path, info in vault.notes.items()
+    }
+    calls: list[str] = []
+    real = chunk_cache_module.tokenize_mixed
+
+    def counting(text: str) -> list[str]:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(chunk_cache_module, "tokenize_mixed", counting)
+    plain = ChunkCache(vault, terms=False)
+    for path, info in vault.notes.items():
+        chunks = plain.chunks_for(info)
+        assert [c.chunk for c in chunks] == expected[path]
+        assert all(c.terms == {} for c in chunks)
+        first = chunks[0].chunk
+        assert plain.get_chunk(first.id, info) == first
+    assert calls == []
+    ChunkCache(vault).chunks_for(vault.notes["unique.md"])
+    assert calls  # the lexical engine's cache still tokenizes

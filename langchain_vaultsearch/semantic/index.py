@@ -350,7 +350,8 @@ class VaultIndex:
                 window_chars=window_chars,
                 window_overlap=window_overlap,
             )
-            self.chunks = ChunkCache(vault, budget_bytes=_CHUNK_CACHE_BYTES)
+            # Results show chunks; only the concept vocabulary needs their terms.
+            self.chunks = ChunkCache(vault, budget_bytes=_CHUNK_CACHE_BYTES, terms=False)
             if rebuild:
                 self._clear()
             elif stored is None:  # new records, or records of a run that never finished
@@ -584,8 +585,10 @@ class VaultIndex:
             if loaded is None:
                 vault = self.vault
                 vault.refresh(keep_text=False)
+                # One pass over every note: nothing worth keeping, so nothing is cached.
+                tokenized = ChunkCache(vault, budget_bytes=0)
                 notes = (
-                    frozenset(t for c in self.chunks.chunks_for(info) for t in c.terms["body"])
+                    frozenset(t for c in tokenized.chunks_for(info) for t in c.terms["body"])
                     for info in list(vault.notes.values())
                     if info.searchable
                 )
