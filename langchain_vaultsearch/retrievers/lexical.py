@@ -197,6 +197,13 @@ class TieredLexicalRetriever(VaultRetriever):
         result = await self._core.aretrieve(query, self._options(query, call.k, terms))
         return await asyncio.to_thread(self._documents, result)
 
+    def searched_words(self, query: str) -> str:
+        """The query as this retriever searches it: a `#tag` no note carries as its words.
+
+        Merged search gives the model the same text, so both sides read `#scrum` alike.
+        """
+        return self._as_searched(query, None)[0]
+
     def _as_searched(
         self, query: str, salient_terms: Sequence[str] | None
     ) -> tuple[str, list[str]]:

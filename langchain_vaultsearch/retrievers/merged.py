@@ -29,7 +29,7 @@ from langchain_vaultsearch.limits import (
     result_count_field,
     result_limit,
 )
-from langchain_vaultsearch.query_plan import tag_filters, uncarried_tags_as_words
+from langchain_vaultsearch.query_plan import tag_filters
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.vault_retriever import SearchCall, VaultRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
@@ -150,22 +150,21 @@ class MergedSemanticRetriever(VaultRetriever):
             query, config, k=each, salient_terms=list(salient_terms or ())
         )
         raise_if_cancelled()
+        words = self._lexical().searched_words(query)
         try:
             # The model reads the words the lexical side corrected, not the typos, and a
             # `#tag` no note carries as the word the lexical side searched.
-            semantic = self._semantic.invoke(
-                corrected_query(self._as_words(query), lexical), config, k=each
-            )
+            semantic = self._semantic.invoke(corrected_query(words, lexical), config, k=each)
         except SearchCancelled:
             raise
         except Exception as exc:
             semantic = _without_semantic(query, exc)
-        return self._fuse(query, lexical, semantic, limit, salient_terms)
+        return self._fuse(query, words, lexical, semantic, limit=limit, salient_terms=salient_terms)
 
     async def _asearch(self, query: str, call: SearchCall) -> list[Document]:
         limit, each = self._limits(call.k)
         config, salient_terms = call.config, call.salient_terms
-        words = self._as_words(query)
+        words = await asyncio.to_thread(self._lexical().searched_words, query)
         lexical, semantic = await asyncio.gather(
             self._lexical().ainvoke(query, config, k=each, salient_terms=list(salient_terms or ())),
             self._semantic.ainvoke(words, config, k=each),
@@ -186,13 +185,15 @@ class MergedSemanticRetriever(VaultRetriever):
                 semantic = exc
         if isinstance(semantic, BaseException):
             semantic = _without_semantic(query, semantic)
-        return self._fuse(query, lexical, semantic, limit, salient_terms)
+        return self._fuse(query, words, lexical, semantic, limit=limit, salient_terms=salient_terms)
 
     def _fuse(
         self,
         query: str,
+        words: str,
         lexical: list[Document],
         semantic: list[Document],
+        *,
         limit: int,
         salient_terms: Sequence[str] | None,
     ) -> list[Document]:
@@ -200,7 +201,7 @@ class MergedSemanticRetriever(VaultRetriever):
         # lexical search found is what its weight should follow, each word as far as it
         # is rare in the vault.
         raise_if_cancelled()
-        terms = fallback_expansion(self._as_words(query)).salient_terms
+        terms = fallback_expansion(words).salient_terms
         rarity = self._lexical().term_rarity(coverage_terms(terms)) if terms else None
         tags = self._carried_tags(query, salient_terms)
         fused = fuse(
@@ -229,12 +230,6 @@ class MergedSemanticRetriever(VaultRetriever):
             if tags:  # graph neighbours of tagged notes need not carry the tag
                 found = [d for d in found if note_matches(vault.get(_path(d)), tags, None)]
         return with_index_progress(found, self.semantic_index.progress)
-
-    def _as_words(self, query: str) -> str:
-        """The query with each `#tag` no note carries as its words, as lexical search reads it."""
-        if "#" not in query:
-            return query
-        return uncarried_tags_as_words(query, self.semantic_index.vault.tag_catalog.carried)
 
     def _carried_tags(self, query: str, salient_terms: Sequence[str] | None) -> frozenset[str]:
         """The query's `#tags` some note carries: they filter, merged scores rank.
