@@ -56,6 +56,8 @@ def test_a_term_in_no_note_is_matched_to_words_a_typo_away() -> None:
     vocab = vocabulary("indexing", "indexes", "index", "postgresql", "replication", "ink")
     # 7 letters: one edit ("indxing" -> "indexing" inserts an e).
     assert vocab.expand("indxing") == [("indxing", 1.0), ("indexing", FUZZY_WEIGHT)]
+    # Two neighbouring letters swapped, the commonest slip, are one edit, not two.
+    assert vocabulary("machine").expand("machien") == [("machien", 1.0), ("machine", FUZZY_WEIGHT)]
     # 8+ letters: two edits.
     assert ("replication", FUZZY_WEIGHT) in vocab.expand("replcaton")
     # Within 1 edit only below 8 letters: "indxs" is 2 away from "index" ("indexes" 2).

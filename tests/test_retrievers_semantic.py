@@ -335,7 +335,8 @@ async def test_the_model_embeds_the_query_as_the_lexical_side_corrected_it(
     asked.clear()
     merged.invoke("rollback deployment")
     merged.invoke("rush deploys")  # a short word is never "corrected"
-    assert asked == ["rollback deployment", "rush deploys"]
+    merged.invoke("aplha deplyoment")  # swapped letters: "alpha" is only 80% like "aplha"
+    assert asked == ["rollback deployment", "rush deploys", "alpha deployment"]
 
 
 async def test_the_model_reads_a_tag_no_note_carries_as_its_word(

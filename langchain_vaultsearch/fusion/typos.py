@@ -17,6 +17,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from rapidfuzz import fuzz
+from rapidfuzz.distance import OSA
 
 from langchain_vaultsearch.documents import lexical_matches
 
@@ -77,9 +78,21 @@ _ENDINGS = ("ing", "ed", "es", "s")
 
 
 def _is_correction(typed: str, word: str) -> bool:
-    if len(typed) < MIN_TYPO_LENGTH or fuzz.ratio(typed, word) < TYPO_SIMILARITY:
+    if len(typed) < MIN_TYPO_LENGTH:
+        return False
+    if fuzz.ratio(typed, word) < TYPO_SIMILARITY and not _swapped(typed, word):
         return False
     return _stem(typed) != _stem(word)  # "extraverts" is not a slip for "extraverted"
+
+
+def _swapped(typed: str, word: str) -> bool:
+    """Whether the two differ by two neighbouring letters typed in the wrong order.
+
+    The commonest slip ("mokcs", "serach"), and one `fuzz.ratio` scores as two edits: a
+    five-letter word with one swap is only 80% alike.
+    """
+    # Same letters, one OSA edit: a swap, not a substitution.
+    return sorted(typed) == sorted(word) and OSA.distance(typed, word) == 1
 
 
 def _stem(word: str) -> str:

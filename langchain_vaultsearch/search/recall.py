@@ -247,11 +247,12 @@ class Vocabulary:
         """Vocabulary terms within a small edit distance of a term no note holds.
 
         1 edit for terms of 4-7 characters, 2 from 8 (typos in longer words are more
-        often double); words only: never a tag, a number or a code, nor CJK, where one
-        character is a different word. Only
-        terms with the same first character are compared: first letters are rarely the
-        typo, and they narrow the vocabulary to one sorted run (a few thousand terms,
-        compared in C by rapidfuzz in about a millisecond).
+        often double), two neighbouring letters swapped counting as one edit ("machien",
+        "standpu": the commonest slip, which plain Levenshtein counts as two). Words
+        only: never a tag, a number or a code, nor CJK, where one character is a
+        different word. Only terms with the same first character are compared: first
+        letters are rarely the typo, and they narrow the vocabulary to one sorted run (a
+        few thousand terms, compared in C by rapidfuzz in about a millisecond).
 
         Returns:
             `(term, id)` pairs, closest first, then in order.
@@ -259,7 +260,7 @@ class Vocabulary:
         if len(term) < FUZZY_MIN_LENGTH or not term.isalpha() or contains_cjk(term):
             return []  # tags, numbers, codes and CJK are exact or nothing
         from rapidfuzz import process
-        from rapidfuzz.distance import Levenshtein
+        from rapidfuzz.distance import OSA
 
         distance = 1 if len(term) < FUZZY_FAR_LENGTH else 2
         _own, ranks = self.sorted.prefixed(term[0])
@@ -270,7 +271,7 @@ class Vocabulary:
         found = process.extract(
             term,
             [*choices, *recent],
-            scorer=Levenshtein.distance,
+            scorer=OSA.distance,
             score_cutoff=distance,
             limit=MAX_FUZZY_EXPANSIONS + 1,
         )
