@@ -192,6 +192,40 @@ def test_coverage_at_the_floor_leaves_lexical_only_the_ties() -> None:
     assert fused[1].metadata["score"] == pytest.approx(MIN_COVERAGE / (1 + MIN_COVERAGE))
 
 
+def test_a_lower_coverage_floor_gives_the_lexical_side_more_weight() -> None:
+    # Half the words covered: under a floor of 0.5 the lexical side only breaks ties, with
+    # no floor it weighs 0.5, enough for the note both sides found to come first.
+    lexical = [lexical_hit("both.md#0", 0.98, "persona", "web"), lexical_hit("x.md#0", 0.02, "web")]
+    semantic = [
+        doc("good.md#0", 0.6, "semantic"),
+        doc("both.md#0", 0.5, "semantic"),
+        doc("y.md#0", 0.3, "semantic"),
+    ]
+    terms = ["persona", "ciega", "pueda", "web"]
+    assert lexical_coverage(lexical, terms) == 0.5
+
+    def fused(floor: float) -> list[Document]:
+        weights = FusionWeights(coverage_floor=floor)
+        return fuse(lexical, semantic, limit=5, weights=weights, query_terms=terms)
+
+    high, none = fused(0.5), fused(0.0)
+    assert [d.id for d in high][:2] == ["good.md#0", "both.md#0"]
+    assert high[1].metadata["score"] == pytest.approx((MIN_COVERAGE + 2 / 3) / (1 + MIN_COVERAGE))
+    assert [d.id for d in none][:2] == ["both.md#0", "good.md#0"]
+    assert none[0].metadata["score"] == pytest.approx((0.5 + 2 / 3) / 1.5)
+    # The default is the module's constant.
+    assert FusionWeights().coverage_floor == COVERAGE_FLOOR
+    assert [d.id for d in fuse(lexical, semantic, limit=5, query_terms=terms)] == [
+        d.id for d in fused(COVERAGE_FLOOR)
+    ]
+
+
+@pytest.mark.parametrize("floor", [-0.1, 1.0, 1.5, float("nan")])
+def test_a_coverage_floor_outside_0_to_1_is_refused(floor: float) -> None:
+    with pytest.raises(ValueError, match="coverage_floor must be >= 0 and < 1"):
+        FusionWeights(coverage_floor=floor)
+
+
 def title_hit(chunk_id: str, score: float, term: str) -> Document:
     matches = [{"field": "title", "query": term, "weight": 5.0}]
     return doc(chunk_id, score, "lexical", {"lexicalMatches": matches})

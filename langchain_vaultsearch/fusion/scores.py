@@ -21,8 +21,9 @@ descending (`result_order`). Three methods, chosen per call:
   known (`term_weights`), so "que", "una" or "use" count little and a word no note holds
   (a typo no note corrects) not at all. A question in other words than the notes' ("stop
   two writers changing the same row") matches a few common words lexically, and min-max
-  would still crown the best of those weak hits 1.0: below `COVERAGE_FLOOR` the lexical
-  side only breaks ties. A query of one word in the title of one of the best lexical hits
+  would still crown the best of those weak hits 1.0: below a coverage floor
+  (`FusionWeights.coverage_floor`, `COVERAGE_FLOOR` unless set) the lexical side only
+  breaks ties. A query of one word in the title of one of the best lexical hits
   is answered in the lexical order (the notes it names), the semantic side's chunks after.
   `benchmarks/semantic_quality.py` and `benchmarks/fusion_lovo.py` measure them.
 """
@@ -61,12 +62,19 @@ class FusionWeights:
         semantic: weight of the semantic list.
         tag_match_boost: `blend` only: factor for lexical chunks that matched a tag.
         rrf_k: `rrf` only: the rank constant (60 in the literature and the original).
+        coverage_floor: `calibrated` only, given the query's terms: the coverage at or
+            below which the lexical side only breaks ties (weight `MIN_COVERAGE`), its
+            weight rising linearly to full at full coverage. A question in other words
+            than the notes' matches a few common words by chance, and min-max would
+            still crown the best of those weak hits 1.0. The default is `COVERAGE_FLOOR`;
+            `benchmarks/fusion_lovo.py` also chooses it leaving each vault out.
     """
 
     lexical: float = 1.0
     semantic: float = 1.0
     tag_match_boost: float = 1.1
     rrf_k: int = 60
+    coverage_floor: float = COVERAGE_FLOOR
 
     def __post_init__(self) -> None:
         if self.lexical < 0 or self.semantic < 0 or self.lexical + self.semantic <= 0:
@@ -74,6 +82,9 @@ class FusionWeights:
             raise ValueError(msg)
         if self.tag_match_boost <= 0 or self.rrf_k < 1:
             msg = "tag_match_boost must be > 0 and rrf_k >= 1"
+            raise ValueError(msg)
+        if not 0.0 <= self.coverage_floor < 1.0:
+            msg = f"coverage_floor must be >= 0 and < 1, got {self.coverage_floor}"
             raise ValueError(msg)
 
 
@@ -183,7 +194,8 @@ def _covered_weights(
         # ranks them. A word only some note's text holds leaves the semantic side its
         # say: the note about it may never use it.
         return replace(weights, semantic=0.0)
-    share = (coverage - COVERAGE_FLOOR) / (1.0 - COVERAGE_FLOOR)
+    floor = weights.coverage_floor
+    share = (coverage - floor) / (1.0 - floor)
     return replace(weights, lexical=weights.lexical * min(max(share, MIN_COVERAGE), 1.0))
 
 
