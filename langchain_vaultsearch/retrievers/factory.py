@@ -2,8 +2,9 @@
 
 The choice is the query plan's (`query_plan.plan_query`, the one place queries are read):
 as in the original, a self-hosted retriever of the user's when its health check passes,
-then merged lexical + semantic search when a vector index is given, then lexical search;
-tag queries (`#project`) and time queries ("last week") go lexical.
+then merged lexical + semantic search when a vector index is given, then lexical search.
+A `#tag` some note carries filters, and merged scores rank its notes when there is a vector
+index; time queries ("last week") go lexical.
 """
 
 from __future__ import annotations
