@@ -258,3 +258,20 @@ def test_depth_and_note_scores() -> None:
     lifted = {d.id: d.metadata["explanation"]["fusion"] for d in by_note}
     assert lifted["l3.md#0"]["semantic"] == 1.0  # its note's best semantic chunk
     assert lifted["l3.md#2"]["lexical"] == pytest.approx(0.4)  # its note's lexical score
+
+
+def test_depth_counts_notes_not_the_sections_of_one_long_note() -> None:
+    # A long note's five sections lead the lexical list; the next notes still rank, in
+    # the lexical order, instead of all falling to 0 below "the best 3".
+    long_note = [doc(f"Long.md#{i}", 0.98 - i / 100, "lexical") for i in range(5)]
+    others = [doc(f"n{i}.md#0", 0.5 - i / 10, "lexical") for i in range(4)]
+    fused = fuse([*long_note, *others], [], limit=20, depth=3)
+    lexical = {d.id: d.metadata["explanation"]["fusion"]["lexical"] for d in fused}
+    assert lexical["n0.md#0"] > lexical["n1.md#0"] == 0.0  # n1 is the 3rd note: the 0
+    assert lexical["Long.md#4"] > lexical["n0.md#0"] > 0.0
+    # A chunk without a path is its own note.
+    pathless = [
+        Document(page_content="x", metadata={"score": 0.9 - i / 10}, id=f"c{i}") for i in range(4)
+    ]
+    ranked = fuse(pathless, [], limit=4, depth=2)
+    assert [d.metadata["explanation"]["fusion"]["lexical"] for d in ranked][1:] == [0.0, 0.0, 0.0]

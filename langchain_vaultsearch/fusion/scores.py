@@ -11,20 +11,20 @@ descending (`result_order`). Three methods, chosen per call:
 - `rrf`, reciprocal rank fusion: sum of weight / (k + rank); it ignores score scales
   entirely, at the cost of ignoring how much better the first hit is than the tenth.
 - `calibrated`: each side's scores min-max normalised over its own best results (given a
-  `depth`, those that could be shown: the tail below counts 0), then a weighted sum, so a
-  chunk both sides found rises above chunks only one side found, and each side's
-  confidence still counts. With `note_scores` (merged search), a chunk one side did not
-  return takes its note's best score on that side: readers (and nDCG) count notes, and a
+  `depth`, its best notes, those that could be shown: the tail below counts 0), then a
+  weighted sum, so a chunk both sides found rises above chunks only one side found, and each
+  side's confidence still counts. With `note_scores` (merged search), a chunk one side did
+  not return takes its note's best score on that side: readers (and nDCG) count notes, and a
   note both sides found is found whichever of its chunks each side liked best. Given the
-  query's terms, the lexical weight also follows their coverage: the share of them the
-  best lexical hits contain, each term weighed by its rarity in the vault when that is
-  known (`term_weights`), so "que", "una" or "use" count little and a word no note holds
-  (a typo no note corrects) not at all. A question in other words than the notes' ("stop
-  two writers changing the same row") matches a few common words lexically, and min-max
-  would still crown the best of those weak hits 1.0: below a coverage floor
-  (`FusionWeights.coverage_floor`, `COVERAGE_FLOOR` unless set) the lexical side only
-  breaks ties. A query of one word in the title of one of the best lexical hits
-  is answered in the lexical order (the notes it names), the semantic side's chunks after.
+  query's terms, the lexical weight also follows their coverage: the share of them the best
+  lexical hits contain, each term weighed by its rarity in the vault when that is known
+  (`term_weights`), so "que", "una" or "use" count little and a word no note holds (a typo
+  no note corrects) not at all. A question in other words than the notes' ("stop two writers
+  changing the same row") matches a few common words lexically, and min-max would still
+  crown the best of those weak hits 1.0: below a coverage floor
+  (`FusionWeights.coverage_floor`, `COVERAGE_FLOOR` unless set) the lexical side only breaks
+  ties. A query of one word in the title of one of the best lexical hits is answered in the
+  lexical order (the notes it names), the semantic side's chunks after.
   `benchmarks/semantic_quality.py` and `benchmarks/fusion_lovo.py` measure them.
 """
 
@@ -114,7 +114,7 @@ def fuse(
         term_weights: `calibrated` only: each index term's weight in that coverage
             (its IDF in the vault; 0 for a term no note holds); None counts each once.
         depth: `calibrated` only: each side's scores are min-max normalised over its
-            best `depth` results (those that could be shown), lower ones counting 0;
+            best `depth` notes (those that could be shown), lower ones counting 0;
             None normalises over the whole list.
         note_scores: `calibrated` only: a chunk one side did not return takes its
             note's best score on that side (False: 0).
@@ -278,17 +278,29 @@ def _titled(lexical: Sequence[Document], term: str) -> bool:
 
 
 def _minmax(docs: list[Document], depth: int | None = None) -> dict[str, float]:
-    """Scores rescaled over the list's best `depth`: best 1.0, the `depth`-th 0.0.
+    """Scores rescaled over the list's best `depth` notes: best 1.0, the `depth`-th 0.0.
 
-    Lower ones are 0.0 too; when the best `depth` tie, the first score below them is the
-    0.0, and all are 1.0 when every score is equal. No `depth`: the whole list.
+    `depth` counts notes, not chunks: results are shown a note at a time, and a long note
+    whose sections fill the best k chunks would otherwise push every other note to 0 (on a
+    vault of long notes, a one-word query kept one note and lost the order of the rest).
+    The `depth`-th note's best chunk is the 0.0, and lower ones are 0.0 too; when the best
+    ones tie, the first score below them is the 0.0, and all are 1.0 when every score is
+    equal. No `depth`, or fewer notes than it: the whole list.
     """
     scores = {_key(doc): document_score(doc.metadata) for doc in docs}
     if not scores:
         return {}
     ranked = sorted(scores.values(), reverse=True)
     high = ranked[0]
-    low = ranked[-1] if depth is None or depth >= len(ranked) else ranked[max(depth, 1) - 1]
+    low = ranked[-1]
+    if depth is not None:
+        best: dict[str, float] = {}
+        for doc in docs:
+            note, score = _note_of(doc), scores[_key(doc)]
+            best[note] = max(best.get(note, score), score)
+        notes = sorted(best.values(), reverse=True)
+        if depth < len(notes):
+            low = notes[max(depth, 1) - 1]
     if high - low <= 1e-12:
         low = next((score for score in ranked if high - score > 1e-12), high)
     if high - low <= 1e-12:
@@ -296,12 +308,17 @@ def _minmax(docs: list[Document], depth: int | None = None) -> dict[str, float]:
     return {key: max(score - low, 0.0) / (high - low) for key, score in scores.items()}
 
 
+def _note_of(doc: Document) -> str:
+    """The note a chunk belongs to: its path, or the chunk itself when it has none."""
+    return str(doc.metadata.get("path") or _key(doc))
+
+
 def _note_best(docs: list[Document], scores: dict[str, float]) -> dict[str, float]:
     """Each note's best normalised score on one side."""
     best: dict[str, float] = {}
     for doc in docs:
-        path = str(doc.metadata.get("path", ""))
-        best[path] = max(best.get(path, 0.0), scores.get(_key(doc), 0.0))
+        note = _note_of(doc)
+        best[note] = max(best.get(note, 0.0), scores.get(_key(doc), 0.0))
     return best
 
 
@@ -327,9 +344,9 @@ def _weighted_sum(
     semantic_notes = _note_best(semantic, semantic_scores) if by_note else {}
     fused = []
     for key, doc in docs.items():
-        path = str(doc.metadata.get("path", ""))
-        from_lexical = lexical_scores.get(key, lexical_notes.get(path, 0.0))
-        from_semantic = semantic_scores.get(key, semantic_notes.get(path, 0.0))
+        note = _note_of(doc)
+        from_lexical = lexical_scores.get(key, lexical_notes.get(note, 0.0))
+        from_semantic = semantic_scores.get(key, semantic_notes.get(note, 0.0))
         score = (weights.lexical * from_lexical + weights.semantic * from_semantic) / total
         fusion = {"method": method, "lexical": from_lexical, "semantic": from_semantic}
         fused.append(_scored(doc, score, fusion))
