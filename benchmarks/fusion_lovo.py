@@ -67,7 +67,7 @@ from benchmarks.common import format_table, normalize_note_path
 from benchmarks.judged_runs import judged_sets
 from benchmarks.metrics import distinct, ndcg_at_k
 from benchmarks.quality import CUTOFF, JudgedQuery
-from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings
+from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings, vault_cache
 from langchain_vaultsearch.documents import document_score, lexical_matches, result_order
 from langchain_vaultsearch.expansion.terms import fallback_expansion
 from langchain_vaultsearch.filters import note_matches
@@ -148,9 +148,12 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
     by_vault: dict[Path, list[Path]] = {}
     for queries_file, vault in sets:
         by_vault.setdefault(vault.resolve(), []).append(queries_file)
+    names = [vault.name for vault in by_vault]
     for vault, files in by_vault.items():
+        # Two judged vaults are a repository's `content/`: those are told apart by their parent.
+        label = vault.name if names.count(vault.name) == 1 else vault_cache(Path(), vault).name
         index = VaultIndex(
-            vault_path=vault, embeddings=embeddings, persist_directory=CACHE / vault.name
+            vault_path=vault, embeddings=embeddings, persist_directory=vault_cache(CACHE, vault)
         )
         index.refresh()
         lexical = TieredLexicalRetriever(vault=index.vault, k=EACH)
@@ -176,7 +179,7 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
                 tags = frozenset(plan.tags)
                 found.append(
                     Query(
-                        vault=vault.name,
+                        vault=label,
                         judged=judged,
                         lexical=lexical_docs,
                         semantic=semantic_docs,

@@ -53,6 +53,17 @@ def default_embeddings() -> str:
     return f"huggingface:{folder}"
 
 
+def vault_cache(root: Path, vault: Path) -> Path:
+    """The folder under `root` that keeps one vault's vector index between runs.
+
+    Named by the vault's folder and its parent (`digital-garden-content`): two judged vaults
+    are a repository's `content/` folder, and by name alone they would share one index and
+    re-embed each other on every run.
+    """
+    folder = vault.resolve()
+    return root / f"{folder.parent.name}-{folder.name}"
+
+
 def systems_for(vault: Path, embeddings: str, hybrid: bool = False) -> dict[str, System]:
     """Each system as query -> ranked note paths, over one shared vault and index."""
     from langchain_vaultsearch import (
@@ -62,7 +73,7 @@ def systems_for(vault: Path, embeddings: str, hybrid: bool = False) -> dict[str,
         VaultIndex,
     )
 
-    home = CACHE / vault.resolve().name  # one index per vault folder name
+    home = vault_cache(CACHE, vault)
     start = time.perf_counter()
     index = VaultIndex(vault_path=vault, embeddings=embeddings, persist_directory=home)
     report = index.refresh()

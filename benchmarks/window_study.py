@@ -32,7 +32,7 @@ if __package__ in (None, ""):
 from benchmarks.common import format_table
 from benchmarks.fusion_lovo import ndcg
 from benchmarks.judged_runs import judged_sets
-from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings
+from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings, vault_cache
 from langchain_vaultsearch.semantic import vector_writer as writer_module
 from langchain_vaultsearch.semantic.windows import embedding_windows
 from langchain_vaultsearch.text.chunking import Chunk
@@ -74,7 +74,7 @@ def run_variant(name: str, sets: Sequence[tuple[Path, Path]], embeddings: str) -
             variant = (
                 CACHE if name == "heading" else CACHE.parent / "windows" / name.replace("/", "-")
             )
-            home = variant / vault.name
+            home = vault_cache(variant, vault)
             index = VaultIndex(
                 vault_path=vault, embeddings=embeddings, persist_directory=home, **sizes
             )
