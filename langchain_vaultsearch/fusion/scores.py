@@ -294,11 +294,7 @@ def _minmax(docs: list[Document], depth: int | None = None) -> dict[str, float]:
     high = ranked[0]
     low = ranked[-1]
     if depth is not None:
-        best: dict[str, float] = {}
-        for doc in docs:
-            note, score = _note_of(doc), scores[_key(doc)]
-            best[note] = max(best.get(note, score), score)
-        notes = sorted(best.values(), reverse=True)
+        notes = sorted(_note_best(docs, scores).values(), reverse=True)
         if depth < len(notes):
             low = notes[max(depth, 1) - 1]
     if high - low <= 1e-12:
@@ -314,11 +310,11 @@ def _note_of(doc: Document) -> str:
 
 
 def _note_best(docs: list[Document], scores: dict[str, float]) -> dict[str, float]:
-    """Each note's best normalised score on one side."""
+    """Each note's best score on one side (raw or normalised, as `scores` are)."""
     best: dict[str, float] = {}
     for doc in docs:
-        note = _note_of(doc)
-        best[note] = max(best.get(note, 0.0), scores.get(_key(doc), 0.0))
+        note, score = _note_of(doc), scores[_key(doc)]
+        best[note] = max(best.get(note, score), score)
     return best
 
 
