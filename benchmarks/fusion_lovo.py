@@ -67,7 +67,13 @@ from benchmarks.common import format_table, normalize_note_path
 from benchmarks.judged_runs import judged_sets
 from benchmarks.metrics import distinct, ndcg_at_k
 from benchmarks.quality import CUTOFF, JudgedQuery
-from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings, vault_cache
+from benchmarks.semantic_quality import (
+    CACHE,
+    OURS_K,
+    default_embeddings,
+    vault_cache,
+    vault_name,
+)
 from langchain_vaultsearch.documents import document_score, lexical_matches, result_order
 from langchain_vaultsearch.expansion.terms import fallback_expansion
 from langchain_vaultsearch.filters import note_matches
@@ -94,7 +100,8 @@ class Query:
     """One judged query, the two sides' lists for it and the default path's answer.
 
     Attributes:
-        vault: the vault's folder name.
+        vault: the vault's folder name (`vault_name`, with its parent's, when two vaults
+            of the run share it).
         judged: the query and its judgements.
         lexical: lexical search's list (`EACH` results, as merged search asks for).
         semantic: semantic search's list for the query as typed.
@@ -151,7 +158,7 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
     names = [vault.name for vault in by_vault]
     for vault, files in by_vault.items():
         # Two judged vaults are a repository's `content/`: those are told apart by their parent.
-        label = vault.name if names.count(vault.name) == 1 else vault_cache(Path(), vault).name
+        label = vault.name if names.count(vault.name) == 1 else vault_name(vault)
         index = VaultIndex(
             vault_path=vault, embeddings=embeddings, persist_directory=vault_cache(CACHE, vault)
         )
@@ -282,12 +289,12 @@ def systems() -> dict[str, System]:
 # --------------------------------------------------------- the default path's constants
 @dataclass(frozen=True)
 class DefaultSetting:
-    """Constants of the default path's `calibrated` fusion, chosen looking at every vault.
+    """One point of the grid of the default path's `calibrated` fusion constants.
 
     Attributes:
         coverage_floor: the coverage at or below which the lexical side only breaks ties
             (`FusionWeights.coverage_floor`).
-        depth: each side min-max normalised over its best `depth` results (None: over its
+        depth: each side min-max normalised over its best `depth` notes (None: over its
             whole list).
         note_scores: a chunk one side missed takes its note's best score on that side.
         rarity: the coverage weighs each query word by its IDF in the vault.
@@ -479,12 +486,17 @@ def _mentions_first(fused: list[Document], query: str) -> list[Document]:
 
 
 # ------------------------------------------------------------------------------ scoring
+def _cells(queries: Sequence[Query]) -> list[list[Query]]:
+    """The queries by (vault, kind): the units tuning weighs equally."""
+    cells: dict[tuple[str, str], list[Query]] = {}
+    for q in queries:
+        cells.setdefault((q.vault, q.judged.kind), []).append(q)
+    return list(cells.values())
+
+
 def objective(queries: Sequence[Query], name: str) -> float:
     """Mean nDCG over (vault, kind) cells, so no vault or kind outweighs the others."""
-    cells: dict[tuple[str, str], list[float]] = {}
-    for q in queries:
-        cells.setdefault((q.vault, q.judged.kind), []).append(q.scores[name])
-    return statistics.fmean(statistics.fmean(v) for v in cells.values())
+    return statistics.fmean(statistics.fmean(q.scores[name] for q in c) for c in _cells(queries))
 
 
 SIDES = ("lexical", "semantic")
@@ -501,11 +513,8 @@ def shortfall(queries: Sequence[Query], name: str) -> float:
     these vaults the best mean and the best worst case disagree by under 0.002 of mean
     while costing a paraphrase cell 0.01-0.02 on the vault left out.
     """
-    cells: dict[tuple[str, str], list[Query]] = {}
-    for q in queries:
-        cells.setdefault((q.vault, q.judged.kind), []).append(q)
     total = 0.0
-    for cell in cells.values():
+    for cell in _cells(queries):
         better = max(statistics.fmean(q.scores[side] for q in cell) for side in SIDES)
         mean = statistics.fmean(q.scores[name] for q in cell)
         total += max(0.0, better - mean - SHORTFALL_TOLERANCE)

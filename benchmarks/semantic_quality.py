@@ -53,15 +53,19 @@ def default_embeddings() -> str:
     return f"huggingface:{folder}"
 
 
-def vault_cache(root: Path, vault: Path) -> Path:
-    """The folder under `root` that keeps one vault's vector index between runs.
+def vault_name(vault: Path) -> str:
+    """A vault named by its folder and that folder's parent (`digital-garden-content`).
 
-    Named by the vault's folder and its parent (`digital-garden-content`): two judged vaults
-    are a repository's `content/` folder, and by name alone they would share one index and
-    re-embed each other on every run.
+    Two judged vaults are a repository's `content/` folder: by folder name alone they would
+    share one vector index (and re-embed each other on every run) and one row of a table.
     """
     folder = vault.resolve()
-    return root / f"{folder.parent.name}-{folder.name}"
+    return f"{folder.parent.name}-{folder.name}"
+
+
+def vault_cache(root: Path, vault: Path) -> Path:
+    """The folder under `root` that keeps one vault's vector index between runs."""
+    return root / vault_name(vault)
 
 
 def systems_for(vault: Path, embeddings: str, hybrid: bool = False) -> dict[str, System]:
