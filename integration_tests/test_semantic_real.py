@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import chromadb
 import pytest
 from langchain_core.embeddings import Embeddings
 
@@ -25,6 +26,7 @@ from langchain_vaultsearch import (
     VaultIndex,
 )
 from langchain_vaultsearch.cli import main as cli_main
+from langchain_vaultsearch.semantic.store_setup import SEARCH_EF
 
 SAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "sample-vault"
 POSTGRES = "Engineering/PostgreSQL Indexing.md"
@@ -84,6 +86,10 @@ def test_chroma_server_holds_the_index_for_every_client(
     report = writer.refresh()
     assert report.chunks_written > 100
     assert writer.verify().ok
+    # The server's collection searches as widely as an embedded one.
+    client = chromadb.HttpClient(host=chroma_server.host, port=chroma_server.port)
+    hnsw = client.get_collection(writer.collection_name).configuration_json["hnsw"]
+    assert hnsw["ef_search"] == SEARCH_EF
     # Another client of the same server (as another process would be) sees the vectors.
     reader = VaultIndex(**options)  # type: ignore[arg-type]
     assert reader.search(PARAPHRASE, 3)[0][0].startswith(POSTGRES)
