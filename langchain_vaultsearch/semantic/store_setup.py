@@ -44,10 +44,10 @@ SEARCH_EF = 800
 
 A search here asks for up to 300 windows (`fetch_k`), and with 100 the help vault's real
 all-MiniLM-L6-v2 vectors (48,525 windows) kept 92% of the true nearest 180 on average and
-49% for the worst query; the lists also differed from one process to the next, since an
-index re-inserts the vectors it had not yet saved, in parallel, when it opens. 800 keeps
-99% (94% for the worst) and the same lists in every process, for about 1.5 ms more per
-search: `python -m benchmarks.vector_recall`."""
+49% for the worst query. The lists also changed from one open to the next (30 of 60 of
+brain's), since an index re-inserts, in parallel, the vectors it had not yet saved when it
+opens. 800 keeps 99% (94% for the worst), and 1 list in 60 changes, for about 1.5 ms more
+per search: `python -m benchmarks.vector_recall`."""
 
 
 def existing_records(
