@@ -89,6 +89,7 @@ def exact(chroma: Path, queries: np.ndarray, into: Path) -> list[set[str]]:
         stored = collection.get(include=["embeddings"])
     finally:
         client.close()
+        shutil.rmtree(into)
     vectors = np.asarray(stored["embeddings"], dtype=np.float64)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     ids = np.asarray(stored["ids"])
@@ -100,7 +101,8 @@ def measure(chroma: Path, queries: np.ndarray, truth: list[set[str]], ef: int, w
     """One breadth: recall against `truth`, stability across two opens, latency."""
     lists = []
     for open_no in (1, 2):
-        client, collection = opened_copy(chroma, work / f"ef{ef}-{open_no}", ef)
+        copy = work / f"ef{ef}-{open_no}"
+        client, collection = opened_copy(chroma, copy, ef)
         try:
             lists.append(nearest(collection, queries))
             if open_no == 1:
@@ -114,6 +116,7 @@ def measure(chroma: Path, queries: np.ndarray, truth: list[set[str]], ef: int, w
                         times.append((time.perf_counter() - start) * 1000)
         finally:
             client.close()
+            shutil.rmtree(copy)  # a large index's copies would add up otherwise
     recalls = [len(set(got) & want) / len(want) for got, want in zip(lists[0], truth, strict=True)]
     times.sort()
     return Row(
