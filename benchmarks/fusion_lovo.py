@@ -88,7 +88,7 @@ from langchain_vaultsearch.fusion.scores import (
     fuse,
 )
 from langchain_vaultsearch.fusion.typos import corrected_query
-from langchain_vaultsearch.query_plan import Route, note_mentions
+from langchain_vaultsearch.query_plan import Route, note_mentions, without_filtering_tags
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
 
 EACH = 60
@@ -106,7 +106,8 @@ class Query:
         lexical: lexical search's list (`EACH` results, as merged search asks for).
         semantic: semantic search's list for the query as typed.
         semantic_corrected: semantic search's list for what the default path embeds (the
-            searched words with the lexical side's corrections); `semantic` itself when
+            searched words without the tags that filter, with the lexical side's
+            corrections); `semantic` itself when
             that is the query as typed.
         default: the real default path's list.
         hybrid: the real hybrid path's list.
@@ -173,17 +174,18 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
         for queries, _ in judged_sets([f"{f}={vault}" for f in files]):
             for judged in queries:
                 lexical_docs = lexical.invoke(judged.query)
+                plan = default.plan(judged.query)
+                tags = frozenset(plan.tags)
                 # What `MergedSemanticRetriever._search` and `_fuse` read: the searched
-                # words (a `#tag` no note carries as its word), corrected for the model.
+                # words (a `#tag` no note carries as its word), without the tags that
+                # filter, corrected for the model.
                 words = lexical.searched_words(judged.query)
-                corrected = corrected_query(words, lexical_docs)
+                corrected = corrected_query(without_filtering_tags(words, tags), lexical_docs)
                 semantic_docs = semantic.invoke(judged.query)
                 embedded = (
                     semantic_docs if corrected == judged.query else semantic.invoke(corrected)
                 )
                 terms = fallback_expansion(words).salient_terms
-                plan = default.plan(judged.query)
-                tags = frozenset(plan.tags)
                 found.append(
                     Query(
                         vault=label,

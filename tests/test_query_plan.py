@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from langchain_vaultsearch.query_plan import Available, plan_query
+from langchain_vaultsearch.query_plan import Available, plan_query, without_filtering_tags
 from langchain_vaultsearch.time_ranges import parse_time_expression
 
 NOW = datetime(2024, 4, 18, 12, 0).astimezone()
@@ -111,3 +111,22 @@ def test_a_tag_no_note_carries_is_a_word_not_a_filter() -> None:
     assert (tagged.route, tagged.limit, tagged.decided_by_query) == ("merged", 100, False)
     lexical_only = plan_query("deploy notes #project/alpha", now=NOW)
     assert (lexical_only.route, lexical_only.decided_by_query) == ("lexical", False)
+
+
+@pytest.mark.parametrize(
+    ("text", "tags", "embedded"),
+    [
+        ("#Multithreading attesa attiva", ("#multithreading",), "attesa attiva"),
+        ("deploys #project/alpha  now", ("#project/alpha",), "deploys now"),
+        ("#project/alpha/ deploys", ("#project/alpha",), "deploys"),  # a trailing slash
+        ("#ops #draft deploys", ("#ops",), "#draft deploys"),  # only the tags that filter
+        ("#project deploys", ("#project/alpha",), "#project deploys"),  # a parent is another tag
+        ("C# deploys #ops", ("#ops",), "C# deploys"),  # `C#` is no tag
+        ("#ops", ("#ops",), "#ops"),  # nothing else to rank by
+        ("#ops deploys", (), "#ops deploys"),
+    ],
+)
+def test_the_model_reads_the_query_without_the_tags_that_filter(
+    text: str, tags: tuple[str, ...], embedded: str
+) -> None:
+    assert without_filtering_tags(text, tags) == embedded

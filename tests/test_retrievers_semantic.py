@@ -350,5 +350,18 @@ async def test_the_model_reads_a_tag_no_note_carries_as_its_word(
     await merged.ainvoke("#deployment rollback")
     assert asked == ["deployment rollback"]
     asked.clear()
-    merged.invoke("#ops deploys")  # a carried tag stays a tag (it filters)
-    assert asked == ["#ops deploys"]
+    docs = merged.invoke("#ops deploys")  # a carried tag stays a tag: it filters
+    assert docs
+    assert all("#ops" in doc.metadata["tags"] for doc in docs)
+
+
+async def test_the_model_ranks_the_tagged_notes_by_the_rest_of_the_query(
+    index: VaultIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = asked_model(index, monkeypatch)
+    merged = MergedSemanticRetriever(semantic_index=index, k=5)
+    docs = merged.invoke("#OPS deploys")  # every note left carries #ops: it says nothing
+    assert all("#ops" in doc.metadata["tags"] for doc in docs)
+    await merged.ainvoke("#project/alpha #deployment rollback")  # carried, then a word
+    merged.invoke("#ops")  # nothing else to rank by: the tag is all there is
+    assert asked == ["deploys", "deployment rollback", "#ops"]

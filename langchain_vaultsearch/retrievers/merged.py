@@ -29,7 +29,7 @@ from langchain_vaultsearch.limits import (
     result_count_field,
     result_limit,
 )
-from langchain_vaultsearch.query_plan import tag_filters
+from langchain_vaultsearch.query_plan import tag_filters, without_filtering_tags
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.vault_retriever import SearchCall, VaultRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
@@ -151,31 +151,36 @@ class MergedSemanticRetriever(VaultRetriever):
         )
         raise_if_cancelled()
         words = self._lexical().searched_words(query)
+        tags = self._carried_tags(query, salient_terms)
         try:
-            # The model reads the words the lexical side corrected, not the typos, and a
-            # `#tag` no note carries as the word the lexical side searched.
-            semantic = self._semantic.invoke(corrected_query(words, lexical), config, k=each)
+            # The model reads the words the lexical side corrected, not the typos, a
+            # `#tag` no note carries as the word the lexical side searched, and not the
+            # tags that filter (`without_filtering_tags`).
+            embedded = corrected_query(without_filtering_tags(words, tags), lexical)
+            semantic = self._semantic.invoke(embedded, config, k=each)
         except SearchCancelled:
             raise
         except Exception as exc:
             semantic = _without_semantic(query, exc)
-        return self._fuse(query, words, lexical, semantic, limit=limit, salient_terms=salient_terms)
+        return self._fuse(query, words, lexical, semantic, limit=limit, tags=tags)
 
     async def _asearch(self, query: str, call: SearchCall) -> list[Document]:
         limit, each = self._limits(call.k)
         config, salient_terms = call.config, call.salient_terms
         words = await asyncio.to_thread(self._lexical().searched_words, query)
+        tags = self._carried_tags(query, salient_terms)
+        model_words = without_filtering_tags(words, tags)
         lexical, semantic = await asyncio.gather(
             self._lexical().ainvoke(query, config, k=each, salient_terms=list(salient_terms or ())),
-            self._semantic.ainvoke(words, config, k=each),
+            self._semantic.ainvoke(model_words, config, k=each),
             return_exceptions=True,
         )
         if isinstance(lexical, BaseException):
             raise lexical
         if isinstance(semantic, SearchCancelled):
             raise semantic
-        corrected = corrected_query(words, lexical)
-        if corrected != words and not isinstance(semantic, BaseException):
+        corrected = corrected_query(model_words, lexical)
+        if corrected != model_words and not isinstance(semantic, BaseException):
             # Both sides ran at once; a query with a typo asks the model again, corrected.
             try:
                 semantic = await self._semantic.ainvoke(corrected, config, k=each)
@@ -185,7 +190,7 @@ class MergedSemanticRetriever(VaultRetriever):
                 semantic = exc
         if isinstance(semantic, BaseException):
             semantic = _without_semantic(query, semantic)
-        return self._fuse(query, words, lexical, semantic, limit=limit, salient_terms=salient_terms)
+        return self._fuse(query, words, lexical, semantic, limit=limit, tags=tags)
 
     def _fuse(
         self,
@@ -195,7 +200,7 @@ class MergedSemanticRetriever(VaultRetriever):
         semantic: list[Document],
         *,
         limit: int,
-        salient_terms: Sequence[str] | None,
+        tags: frozenset[str],
     ) -> list[Document]:
         # The query's own words (not an LLM's expansion): how much of what the user typed
         # lexical search found is what its weight should follow, each word as far as it
@@ -203,7 +208,6 @@ class MergedSemanticRetriever(VaultRetriever):
         raise_if_cancelled()
         terms = fallback_expansion(words).salient_terms
         rarity = self._lexical().term_rarity(coverage_terms(terms)) if terms else None
-        tags = self._carried_tags(query, salient_terms)
         fused = fuse(
             lexical,
             semantic,
