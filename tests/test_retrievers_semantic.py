@@ -365,3 +365,24 @@ async def test_the_model_ranks_the_tagged_notes_by_the_rest_of_the_query(
     await merged.ainvoke("#project/alpha #deployment rollback")  # carried, then a word
     merged.invoke("#ops")  # nothing else to rank by: the tag is all there is
     assert asked == ["deploys", "deployment rollback", "#ops"]
+
+
+async def test_a_saved_index_answers_with_refresh_off(vault_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "index"
+    first = VaultIndex(vault_path=vault_dir, embeddings="fake:16", persist_directory=folder)
+    try:
+        assert first.refresh().chunks_written > 0
+    finally:
+        first.close()
+    for run in ("sync", "async"):  # a new process each: it has never read the notes
+        reopened = VaultIndex(vault_path=vault_dir, embeddings="fake:16", persist_directory=folder)
+        try:
+            retriever = reopened.as_retriever(k=3, refresh=False, min_similarity_score=0.0)
+            docs = (
+                retriever.invoke("database indexes")
+                if run == "sync"
+                else await retriever.ainvoke("database indexes")
+            )
+            assert len(docs) == 3, run
+        finally:
+            reopened.close()

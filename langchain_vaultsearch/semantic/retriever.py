@@ -70,7 +70,8 @@ class VaultSemanticRetriever(BaseRetriever):
     min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Cosine similarity a chunk needs to be returned."""
     refresh: bool = True
-    """Catch up with vault edits before each query (`VaultIndex.ensure_fresh`)."""
+    """Catch up with vault edits before each query (`VaultIndex.ensure_fresh`); off, the
+    notes are still read once, at the first query of a process that never read them."""
     concept_terms: int = Field(default=0, ge=0, le=10)
     """Terms of the vault's concept vocabulary nearest the query that extend it (0: off)."""
 
@@ -82,6 +83,8 @@ class VaultSemanticRetriever(BaseRetriever):
             return []
         if self.refresh:
             self.index.ensure_fresh()
+        else:
+            self._read_notes_once()
         if not self.index.covers(query):
             return self._documents(query, [], limit)
         searched = self._with_concepts(query)
@@ -99,11 +102,22 @@ class VaultSemanticRetriever(BaseRetriever):
             return []
         if self.refresh:
             await asyncio.to_thread(self.index.ensure_fresh)
+        else:
+            await asyncio.to_thread(self._read_notes_once)
         if not self.index.covers(query):
             return await asyncio.to_thread(self._documents, query, [], limit)
         searched = await asyncio.to_thread(self._with_concepts, query)
         hits = await self.index.asearch(searched, limit)
         return await asyncio.to_thread(self._documents, query, hits, limit)
+
+    def _read_notes_once(self) -> None:
+        """Read the vault's notes if this process never has, even with `refresh` off.
+
+        Results are built from the note records: a process that opened a saved index
+        without reading the vault found hits and dropped them all, answering nothing.
+        """
+        if self.index.vault.version == 0:
+            self.index.vault.refresh()
 
     def _with_concepts(self, query: str) -> str:
         """The query, extended by the vault's terms nearest it (seed 002 §6.4.1)."""
