@@ -32,7 +32,7 @@ if __package__ in (None, ""):
 from benchmarks.common import format_table
 from benchmarks.fusion_lovo import ndcg
 from benchmarks.judged_runs import judged_sets
-from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings, vault_cache
+from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings, vault_cache, vault_name
 from langchain_vaultsearch.semantic import vector_writer as writer_module
 from langchain_vaultsearch.semantic.windows import embedding_windows
 from langchain_vaultsearch.text.chunking import Chunk
@@ -68,8 +68,11 @@ def run_variant(name: str, sets: Sequence[tuple[Path, Path]], embeddings: str) -
     by_vault: dict[Path, list[Path]] = {}
     for queries_file, vault in sets:
         by_vault.setdefault(vault.resolve(), []).append(queries_file)
+    names = [vault.name for vault in by_vault]
     with variant_windows(options):
         for vault, files in by_vault.items():
+            # Two judged vaults are a repository's `content/`: told apart by their parent.
+            label = vault.name if names.count(vault.name) == 1 else vault_name(vault)
             # What ships is the index every other benchmark keeps: embedded once for all.
             variant = (
                 CACHE if name == "heading" else CACHE.parent / "windows" / name.replace("/", "-")
@@ -79,9 +82,7 @@ def run_variant(name: str, sets: Sequence[tuple[Path, Path]], embeddings: str) -
                 vault_path=vault, embeddings=embeddings, persist_directory=home, **sizes
             )
             report = index.refresh()
-            print(
-                f"  {name} {vault.name}: {report.texts_embedded:,} texts embedded", file=sys.stderr
-            )
+            print(f"  {name} {label}: {report.texts_embedded:,} texts embedded", file=sys.stderr)
             semantic = index.as_retriever(k=OURS_K, refresh=False)
             lexical = TieredLexicalRetriever(vault=index.vault)
             default = RetrieverFactory(semantic_index=index, k=OURS_K, lexical_side=lexical)
@@ -89,7 +90,7 @@ def run_variant(name: str, sets: Sequence[tuple[Path, Path]], embeddings: str) -
                 for judged in queries:
                     rows.append(
                         (
-                            vault.name,
+                            label,
                             judged.kind,
                             ndcg(judged, semantic.invoke(judged.query)),
                             ndcg(judged, default.invoke(judged.query)),
