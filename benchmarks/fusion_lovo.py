@@ -107,8 +107,7 @@ class Query:
         semantic: semantic search's list for the query as typed.
         semantic_corrected: semantic search's list for what the default path embeds (the
             searched words without the tags that filter, with the lexical side's
-            corrections); `semantic` itself when
-            that is the query as typed.
+            corrections); `semantic` itself when that is the query as typed.
         default: the real default path's list.
         hybrid: the real hybrid path's list.
         langchain: the usual LangChain stack's list.
