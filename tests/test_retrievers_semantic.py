@@ -361,6 +361,7 @@ async def test_the_model_ranks_the_tagged_notes_by_the_rest_of_the_query(
     asked = asked_model(index, monkeypatch)
     merged = MergedSemanticRetriever(semantic_index=index, k=5)
     docs = merged.invoke("#OPS deploys")  # every note left carries #ops: it says nothing
+    assert docs
     assert all("#ops" in doc.metadata["tags"] for doc in docs)
     await merged.ainvoke("#project/alpha #deployment rollback")  # carried, then a word
     merged.invoke("#ops")  # nothing else to rank by: the tag is all there is

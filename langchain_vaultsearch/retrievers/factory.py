@@ -168,8 +168,8 @@ class RetrieverFactory(VaultRetriever):
 
         Args:
             query: the query.
-            salient_terms: terms a caller picked; a `#tag` among them forces lexical
-                search as a tag in the query does.
+            salient_terms: terms a caller picked; a carried `#tag` among them filters as
+                a tag in the query does.
         """
         return self.plan(query, salient_terms=salient_terms).route
 
