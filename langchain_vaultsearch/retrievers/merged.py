@@ -168,7 +168,8 @@ class MergedSemanticRetriever(VaultRetriever):
         limit, each = self._limits(call.k)
         config, salient_terms = call.config, call.salient_terms
         words = await asyncio.to_thread(self._lexical().searched_words, query)
-        tags = self._carried_tags(query, salient_terms)
+        # Which tags notes carry is read from the vault (a refresh may walk it): off the loop.
+        tags = await asyncio.to_thread(self._carried_tags, query, salient_terms)
         model_words = without_filtering_tags(words, tags)
         lexical, semantic = await asyncio.gather(
             self._lexical().ainvoke(query, config, k=each, salient_terms=list(salient_terms or ())),
