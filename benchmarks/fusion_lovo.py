@@ -72,7 +72,7 @@ from benchmarks.semantic_quality import (
     OURS_K,
     default_embeddings,
     vault_cache,
-    vault_name,
+    vault_labels,
 )
 from langchain_vaultsearch.documents import document_score, lexical_matches, result_order
 from langchain_vaultsearch.expansion.terms import fallback_expansion
@@ -155,10 +155,9 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
     by_vault: dict[Path, list[Path]] = {}
     for queries_file, vault in sets:
         by_vault.setdefault(vault.resolve(), []).append(queries_file)
-    names = [vault.name for vault in by_vault]
+    labels = vault_labels(list(by_vault))
     for vault, files in by_vault.items():
-        # Two judged vaults are a repository's `content/`: those are told apart by their parent.
-        label = vault.name if names.count(vault.name) == 1 else vault_name(vault)
+        label = labels[vault]
         index = VaultIndex(
             vault_path=vault, embeddings=embeddings, persist_directory=vault_cache(CACHE, vault)
         )

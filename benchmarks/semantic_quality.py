@@ -26,7 +26,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,14 @@ def vault_name(vault: Path) -> str:
     """
     folder = vault.resolve()
     return f"{folder.parent.name}-{folder.name}"
+
+
+def vault_labels(vaults: Sequence[Path]) -> dict[Path, str]:
+    """Each vault's name in tables: its folder's, or `vault_name` when two share it."""
+    names = [vault.name for vault in vaults]
+    return {
+        vault: vault.name if names.count(vault.name) == 1 else vault_name(vault) for vault in vaults
+    }
 
 
 def vault_cache(root: Path, vault: Path) -> Path:

@@ -32,7 +32,7 @@ if __package__ in (None, ""):
 from benchmarks.common import format_table
 from benchmarks.fusion_lovo import ndcg
 from benchmarks.judged_runs import judged_sets
-from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings, vault_cache, vault_name
+from benchmarks.semantic_quality import CACHE, OURS_K, default_embeddings, vault_cache, vault_labels
 from langchain_vaultsearch.semantic import vector_writer as writer_module
 from langchain_vaultsearch.semantic.windows import embedding_windows
 from langchain_vaultsearch.text.chunking import Chunk
@@ -68,11 +68,10 @@ def run_variant(name: str, sets: Sequence[tuple[Path, Path]], embeddings: str) -
     by_vault: dict[Path, list[Path]] = {}
     for queries_file, vault in sets:
         by_vault.setdefault(vault.resolve(), []).append(queries_file)
-    names = [vault.name for vault in by_vault]
+    labels = vault_labels(list(by_vault))
     with variant_windows(options):
         for vault, files in by_vault.items():
-            # Two judged vaults are a repository's `content/`: told apart by their parent.
-            label = vault.name if names.count(vault.name) == 1 else vault_name(vault)
+            label = labels[vault]
             # What ships is the index every other benchmark keeps: embedded once for all.
             variant = (
                 CACHE if name == "heading" else CACHE.parent / "windows" / name.replace("/", "-")
