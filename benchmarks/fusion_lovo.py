@@ -87,6 +87,7 @@ from langchain_vaultsearch.fusion.scores import (
     coverage_terms,
     fuse,
 )
+from langchain_vaultsearch.fusion.tag_order import tagged_first
 from langchain_vaultsearch.fusion.typos import corrected_query
 from langchain_vaultsearch.query_plan import Route, note_mentions, without_filtering_tags
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
@@ -117,9 +118,9 @@ class Query:
         terms: those words' salient terms (`fallback_expansion`), the coverage's terms.
         rarity: each coverage term's IDF in the vault, as the default path weighs them.
         route: what the factory ran for the query (only `merged` fuses).
-        tags: the carried tags that filter the fused list.
-        tagged: the notes of either list that pass that filter (empty without tags),
-            decided while the vault is open: the filter reads each note's record.
+        tags: the carried tags, whose notes come first in the fused list.
+        tagged: the notes of either list that carry one (empty without tags), decided
+            while the vault is open: `note_matches` reads each note's record.
         scores: nDCG@10 per system.
     """
 
@@ -342,8 +343,9 @@ def calibrated_default(setting: DefaultSetting) -> System:
     stages, `calibrated` fusion): a query the factory did not send to merged search (a
     period goes to lexical search) keeps the real answer; the others are fused as
     `MergedSemanticRetriever._fuse` fuses them (the whole pool, the searched words' terms
-    and their rarity, min-max over the best k), filtered to the notes carrying the query's
-    carried tags, then each note's best chunk first (`diverse_top`). With `SHIPPED` the
+    and their rarity, min-max over the best k), each note's best chunk first
+    (`diverse_top`), the notes carrying the query's carried tags before the others
+    (`tagged_first`). With `SHIPPED` the
     lists must be the real ones: `main` checks it before trusting any other setting.
     """
     weights = FusionWeights(coverage_floor=setting.coverage_floor)
@@ -362,9 +364,12 @@ def calibrated_default(setting: DefaultSetting) -> System:
             depth=setting.depth,
             note_scores=setting.note_scores,
         )
-        if q.tags:
-            fused = [doc for doc in fused if _path(doc) in q.tagged]
-        return diverse_top(fused, OURS_K)
+        if not q.tags:
+            return diverse_top(fused, OURS_K)
+        tagged = diverse_top([doc for doc in fused if _path(doc) in q.tagged], OURS_K)
+        room = OURS_K - len(tagged)
+        others = [doc for doc in fused if _path(doc) not in q.tagged]
+        return tagged_first(tagged, diverse_top(others, room) if room > 0 else [], OURS_K)
 
     return run
 

@@ -213,8 +213,8 @@ def _add_vault_arguments(parser: argparse.ArgumentParser) -> None:
             "--mode",
             choices=SEARCH_MODES,
             default="auto",
-            help="auto (merged when the vault has a vector index, lexical for tag and time"
-            " queries), lexical, semantic, merged or hybrid",
+            help="auto (merged when the vault has a vector index, lexical for time queries),"
+            " lexical, semantic, merged or hybrid",
         )
 
 

@@ -209,6 +209,16 @@ def document_score(meta: dict[str, Any]) -> float:
     return 0.0
 
 
+def rescored(doc: Document, score: float, **metadata: Any) -> Document:  # noqa: ANN401
+    """A copy of a document with a new `score` and `rerank_score` (inputs stay unchanged).
+
+    Both keys change together: `document_score` reads `rerank_score` first, so a stage
+    that moved only `score` would be ignored by every later one.
+    """
+    updated = {**doc.metadata, **metadata, "score": score, "rerank_score": score}
+    return Document(page_content=doc.page_content, metadata=updated, id=doc.id)
+
+
 def lexical_matches(doc: Document) -> list[dict[str, Any]]:
     """What a lexical result matched: each term, its field, and whether it was a typo's.
 

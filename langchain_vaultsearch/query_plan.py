@@ -19,9 +19,10 @@ Routing, in order (the first rule that applies):
    "what did I do last week" is answered by last week's notes, not by ranking "did".
 2. the mode asked for, when it is not `auto`;
 3. `lexical`: the query has a period (a filter, not a meaning to embed), or a tag some
-   note carries and there is no vector index. With one, a carried tag filters the merged
-   list (`merged` or `hybrid`) and the merged score ranks the tagged notes. A `#tag` no
-   note carries filters nothing: it stays a word of the query.
+   note carries and there is no vector index. With one, a carried tag puts its notes
+   first in the merged list (`merged` or `hybrid`), ranked by the merged score, and the
+   other notes fill the places they leave. A `#tag` no note carries orders nothing: it
+   stays a word of the query.
 4. `self-host`: a user's own retriever, while its health check passes;
 5. `hybrid` or `merged` when a vector index is there (`hybrid` when stages are set up);
 6. `lexical`.
@@ -184,11 +185,11 @@ def _route(
     if period:
         return "lexical", "a period is a filter", True
     if tags:
-        # Only the tagged notes are wanted; with a vector index the merged score ranks
-        # them (the retriever filters its fused list to them).
+        # The tagged notes are wanted first; with a vector index the merged score ranks
+        # them (the retriever puts them first in its fused list: `fusion.tag_order`).
         if available.semantic:
             route: Route = "hybrid" if available.hybrid else "merged"
-            return route, "a tag filters; merged scores rank the tagged notes", False
+            return route, "a tag's notes first, ranked by merged scores", False
         return "lexical", "a tag is an exact term (no vector index to rank by)", False
     if available.self_host is not None and available.self_host():
         return "self-host", "the self-hosted retriever is healthy", False
@@ -221,10 +222,10 @@ def uncarried_tags_as_words(text: str, carried: Callable[[str], bool]) -> str:
 
 
 def without_filtering_tags(text: str, tags: Collection[str]) -> str:
-    """The text with the `#tags` that filter taken out, for the embedding model to read.
+    """The text with the carried `#tags` taken out, for the embedding model to read.
 
-    Every note left after the filter carries those tags, so the tag tells the model
-    nothing about which of them answers; the rest of the query does ("#Multithreading
+    Every note ranked first carries those tags, so the tag tells the model nothing about
+    which of them answers; the rest of the query does ("#Multithreading
     attesa attiva" is about "attesa attiva"). Embedded with the tag, the query leaned
     towards notes about the tag's topic in general. Without it, the carried-tag
     questions' nDCG@10 rose on three of four judged vaults (Italian 0.708 to 0.762, the

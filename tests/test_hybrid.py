@@ -266,7 +266,8 @@ def vaults(draw: st.DrawFn) -> dict[str, str]:
         words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12))
         links = draw(st.lists(st.integers(0, count - 1), max_size=3))
         body = " ".join(words) + "".join(f" [[Note {j}]]" for j in links)
-        notes[f"Note {i}.md"] = f"# Note {i}\n\n{body}\n"
+        tag = " #ops" if draw(st.booleans()) else ""
+        notes[f"Note {i}.md"] = f"# Note {i}\n\n{body}{tag}\n"
     return notes
 
 
@@ -284,12 +285,13 @@ def _assert_invariants(docs: list[Document], top_n: int, best_is_one: bool) -> N
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     notes=vaults(),
-    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    query=st.lists(st.sampled_from([*WORDS, "#ops"]), min_size=1, max_size=3),
     top_n=st.integers(1, 15),
 )
 def test_seed_002_invariants_hold_in_every_mode(
     notes: dict[str, str], query: list[str], top_n: int
 ) -> None:
+    """Seed 002's invariants, and a carried `#ops` in the query puts its notes first."""
     with tempfile.TemporaryDirectory() as folder:
         root = write_vault(Path(folder) / "v", notes)
         index = VaultIndex(
@@ -311,8 +313,13 @@ def test_seed_002_invariants_hold_in_every_mode(
             ),
             "hybrid-lexical": (RetrieverFactory(vault=index.vault, mode="hybrid"), True),
         }
-        for retriever, best_is_one in modes.values():
-            _assert_invariants(retriever.invoke(text, k=top_n), top_n, best_is_one)
+        carried = "#ops" in query and any("#ops" in body for body in notes.values())
+        for name, (retriever, best_is_one) in modes.items():
+            docs = retriever.invoke(text, k=top_n)
+            _assert_invariants(docs, top_n, best_is_one)
+            if carried and name in ("merged", "hybrid"):
+                leading = ["#ops" in d.metadata["tags"] for d in docs]
+                assert leading == sorted(leading, reverse=True)
         # At most top_k = max(10, 2 x top_n) asked of each strategy.
         merged = MergedSemanticRetriever(semantic_index=index, lexical_retriever=lexical)
         assert merged._limits(top_n) == (top_n, min(top_k_for(top_n), 100))

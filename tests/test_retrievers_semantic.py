@@ -49,6 +49,14 @@ def check_invariants(docs: list[Document], k: int) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
+def check_tagged_first(docs: list[Document], tag: str, k: int) -> None:
+    """The notes carrying `tag` lead; the places they leave go to the others, below them."""
+    carries = [tag in doc.metadata["tags"] for doc in docs]
+    assert carries[0]
+    assert carries == sorted(carries, reverse=True)
+    check_invariants(docs, k)
+
+
 def test_semantic_finds_a_note_by_a_word_it_does_not_contain(index: VaultIndex) -> None:
     docs = index.as_retriever(k=5).invoke("authentication")
     assert docs[0].metadata["path"] == OAUTH
@@ -212,12 +220,11 @@ def test_factory_chooses_merged_lexical_or_self_host(index: VaultIndex, vault_di
     assert docs[0].metadata["path"] == OAUTH
     tagged = factory.invoke("#ops deploys")
     assert str(factory.retriever_type) == "merged"
-    assert tagged
-    assert all("#ops" in doc.metadata["tags"] for doc in tagged)  # the tag still filters
+    check_tagged_first(tagged, "#ops", 5)  # one note carries #ops: it leads, others follow
+    assert not all("#ops" in doc.metadata["tags"] for doc in tagged)
     picked = factory.invoke("deploys", salient_terms=["#ops"])  # a tag an LLM tool call picked
     assert str(factory.retriever_type) == "merged"
-    assert picked
-    assert all("#ops" in doc.metadata["tags"] for doc in picked)
+    check_tagged_first(picked, "#ops", 5)
     assert RetrieverFactory(vault_path=str(vault_dir)).retriever_type == "lexical"
 
 
@@ -350,9 +357,8 @@ async def test_the_model_reads_a_tag_no_note_carries_as_its_word(
     await merged.ainvoke("#deployment rollback")
     assert asked == ["deployment rollback"]
     asked.clear()
-    docs = merged.invoke("#ops deploys")  # a carried tag stays a tag: it filters
-    assert docs
-    assert all("#ops" in doc.metadata["tags"] for doc in docs)
+    docs = merged.invoke("#ops deploys")  # a carried tag stays a tag: its notes lead
+    check_tagged_first(docs, "#ops", 5)
 
 
 async def test_the_model_ranks_the_tagged_notes_by_the_rest_of_the_query(
@@ -360,9 +366,8 @@ async def test_the_model_ranks_the_tagged_notes_by_the_rest_of_the_query(
 ) -> None:
     asked = asked_model(index, monkeypatch)
     merged = MergedSemanticRetriever(semantic_index=index, k=5)
-    docs = merged.invoke("#OPS deploys")  # every note left carries #ops: it says nothing
-    assert docs
-    assert all("#ops" in doc.metadata["tags"] for doc in docs)
+    docs = merged.invoke("#OPS deploys")  # the notes first carry #ops: it says nothing
+    check_tagged_first(docs, "#ops", 5)
     await merged.ainvoke("#project/alpha #deployment rollback")  # carried, then a word
     merged.invoke("#ops")  # nothing else to rank by: the tag is all there is
     assert asked == ["deploys", "deployment rollback", "#ops"]

@@ -35,7 +35,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
@@ -45,6 +44,7 @@ from langchain_vaultsearch.documents import (
     chunk_document,
     document_score,
     lexical_matches,
+    rescored,
     result_order,
 )
 from langchain_vaultsearch.expansion.terms import fallback_expansion
@@ -262,13 +262,7 @@ def _with_recency(
         score = document_score(doc.metadata) * factor
         explanation = dict(doc.metadata.get("explanation") or {})
         explanation["recency"] = factor
-        metadata = {
-            **doc.metadata,
-            "score": score,
-            "rerank_score": score,
-            "explanation": explanation,
-        }
-        boosted.append(Document(page_content=doc.page_content, metadata=metadata, id=doc.id))
+        boosted.append(rescored(doc, score, explanation=explanation))
     return boosted
 
 
@@ -315,12 +309,8 @@ def _reranked(
     for position, original in enumerate(order):
         # The blended order wins; the fused scores are kept in that order's shape.
         score = top * (1.0 - position / (2 * len(order)))
-        metadata: dict[str, Any] = {**original.metadata, "score": score, "rerank_score": score}
-        if original.id in relevance:
-            metadata["relevance_score"] = relevance[original.id]
-        reranked.append(
-            Document(page_content=original.page_content, metadata=metadata, id=original.id)
-        )
+        known = {"relevance_score": relevance[original.id]} if original.id in relevance else {}
+        reranked.append(rescored(original, score, **known))
     floor = reranked[-1].metadata["score"]
     return reranked + [_capped(doc, floor) for doc in tail]
 
@@ -369,13 +359,7 @@ def _protected(doc: Document, query: str) -> bool:
 
 
 def _capped(doc: Document, ceiling: float) -> Document:
-    return _rescored(doc, min(document_score(doc.metadata), ceiling))
-
-
-def _rescored(doc: Document, score: float, **metadata: Any) -> Document:  # noqa: ANN401
-    """A copy of a document with a new `score` and `rerank_score` (inputs stay unchanged)."""
-    updated = {**doc.metadata, **metadata, "score": score, "rerank_score": score}
-    return Document(page_content=doc.page_content, metadata=updated, id=doc.id)
+    return rescored(doc, min(document_score(doc.metadata), ceiling))
 
 
 def _normalized(docs: list[Document]) -> list[Document]:
@@ -389,6 +373,6 @@ def _normalized(docs: list[Document]) -> list[Document]:
             unique.append(doc)
     best = document_score(unique[0].metadata) if unique else 0.0
     return [
-        _rescored(doc, min(max(document_score(doc.metadata) / best, 0.0), 1.0) if best > 0 else 0.0)
+        rescored(doc, min(max(document_score(doc.metadata) / best, 0.0), 1.0) if best > 0 else 0.0)
         for doc in unique
     ]

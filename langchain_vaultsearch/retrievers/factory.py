@@ -3,8 +3,9 @@
 The choice is the query plan's (`query_plan.plan_query`, the one place queries are read):
 as in the original, a self-hosted retriever of the user's when its health check passes,
 then merged lexical + semantic search when a vector index is given, then lexical search.
-A `#tag` some note carries filters, and merged scores rank its notes when there is a vector
-index; time queries ("last week") go lexical.
+A `#tag` some note carries puts its notes first, ranked by merged scores when there is a
+vector index (the other notes fill the places they leave); time queries ("last week") go
+lexical.
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ class RetrieverFactory(VaultRetriever):
 
         Args:
             query: the query.
-            salient_terms: terms a caller picked; a carried `#tag` among them filters as
+            salient_terms: terms a caller picked; a carried `#tag` among them counts as
                 a tag in the query does.
         """
         return self.plan(query, salient_terms=salient_terms).route

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from langchain_core.documents import Document
@@ -23,6 +23,7 @@ from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_ex
 from langchain_vaultsearch.filters import note_matches
 from langchain_vaultsearch.fusion.hybrid import HybridStages, diverse_top, top_k_for
 from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, coverage_terms, fuse
+from langchain_vaultsearch.fusion.tag_order import tagged_first
 from langchain_vaultsearch.fusion.typos import corrected_query
 from langchain_vaultsearch.limits import (
     RETURN_ALL_LIMIT,
@@ -214,7 +215,7 @@ class MergedSemanticRetriever(VaultRetriever):
             semantic,
             # The hybrid stages see the whole pool (recency may lift a result from below),
             # and so do the diversity rule (a note's first chunk may come from below) and
-            # the tag filter.
+            # the tag order (a tagged note may come from below).
             limit=limit
             if self.stages is None and not self.diverse_notes and not tags
             else max(len(lexical) + len(semantic), 1),
@@ -225,24 +226,46 @@ class MergedSemanticRetriever(VaultRetriever):
             depth=limit,
             note_scores=True,
         )
-        vault = self.semantic_index.vault
-        if tags:
-            fused = [d for d in fused if note_matches(vault.get(_path(d)), tags, None)]
-        if self.stages is None:
-            found = diverse_top(fused, limit) if self.diverse_notes else fused[:limit]
+        if not tags:
+            found = self._top(fused, query, limit)
         else:
-            found = self.stages.apply(fused, query, vault, top_n=limit)
-            if tags:  # graph neighbours of tagged notes need not carry the tag
-                found = [d for d in found if note_matches(vault.get(_path(d)), tags, None)]
+            vault = self.semantic_index.vault
+
+            def carries(doc: Document) -> bool:
+                return note_matches(vault.get(_path(doc)), tags, None)
+
+            # Hybrid stages may bring in graph neighbours: each list keeps its own notes.
+            tagged = self._top([d for d in fused if carries(d)], query, limit, keep=carries)
+            others: list[Document] = []
+            if len(tagged) < limit:
+                untagged = [d for d in fused if not carries(d)]
+                others = self._top(
+                    untagged, query, limit - len(tagged), keep=lambda d: not carries(d)
+                )
+            found = tagged_first(tagged, others, limit)
         return with_index_progress(found, self.semantic_index.progress)
 
-    def _carried_tags(self, query: str, salient_terms: Sequence[str] | None) -> frozenset[str]:
-        """The query's `#tags` some note carries: they filter, merged scores rank.
+    def _top(
+        self,
+        fused: list[Document],
+        query: str,
+        limit: int,
+        keep: Callable[[Document], bool] | None = None,
+    ) -> list[Document]:
+        """The best `limit` of a fused list: the hybrid stages, else each note's best first."""
+        if self.stages is None:
+            return diverse_top(fused, limit) if self.diverse_notes else fused[:limit]
+        found = self.stages.apply(fused, query, self.semantic_index.vault, top_n=limit)
+        return found if keep is None else [doc for doc in found if keep(doc)]
 
-        A tag is an exact term, so only its notes are wanted; among them, the order is
-        the merged one (judged on three vaults, ranking tagged notes by the fused score
-        instead of the lexical one raised tag queries by up to 0.17 nDCG@10; see
-        `benchmarks/fusion_lovo.py`). A tag no note carries is a word and filters nothing.
+    def _carried_tags(self, query: str, salient_terms: Sequence[str] | None) -> frozenset[str]:
+        """The query's `#tags` some note carries: their notes come first, merged scores rank.
+
+        A tag is an exact term, so its notes are what is asked for first; among them,
+        the order is the merged one (judged on three vaults, ranking tagged notes by the
+        fused score instead of the lexical one raised tag queries by up to 0.17
+        nDCG@10; see `benchmarks/fusion_lovo.py`). The places they leave go to the other
+        notes (`fusion.tag_order`). A tag no note carries is a word and orders nothing.
         """
         typed = tag_filters(query, salient_terms)
         if not typed:

@@ -1,0 +1,66 @@
+"""tagged_first(): a carried tag's notes lead, the others fill the places they leave."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+
+from langchain_vaultsearch.fusion.tag_order import tagged_first
+
+
+def doc(path: str, score: float) -> Document:
+    return Document(
+        page_content=f"text of {path}",
+        metadata={"path": path, "score": score, "rerank_score": score, "explanation": {}},
+        id=f"{path}#0",
+    )
+
+
+def scores(docs: list[Document]) -> list[float]:
+    return [d.metadata["score"] for d in docs]
+
+
+def test_the_others_follow_below_the_weakest_tagged_note_in_their_own_order() -> None:
+    tagged = [doc("go/a.md", 0.6), doc("go/b.md", 0.2)]
+    others = [doc("x.md", 0.9), doc("y.md", 0.45), doc("z.md", 0.1)]
+    found = tagged_first(tagged, others, 4)
+    assert [d.metadata["path"] for d in found] == ["go/a.md", "go/b.md", "x.md", "y.md"]
+    assert scores(found)[:2] == [0.6, 0.2]
+    assert 0.2 > scores(found)[2] > scores(found)[3]
+    assert scores(found)[3] / scores(found)[2] == 0.45 / 0.9  # one factor: ratios kept
+    assert found[2].metadata["explanation"]["fusion"]["untaggedScore"] == 0.9
+    assert others[0].metadata["score"] == 0.9  # inputs unchanged
+
+
+def test_enough_tagged_notes_leave_no_place() -> None:
+    tagged = [doc(f"t{i}.md", 1.0 - i / 10) for i in range(5)]
+    assert tagged_first(tagged, [doc("x.md", 0.99)], 3) == tagged[:3]
+    assert tagged_first(tagged, [doc("x.md", 0.99)], 5) == tagged
+
+
+def test_others_already_below_and_no_tagged_document_keep_their_scores() -> None:
+    low = [doc("x.md", 0.1)]
+    assert tagged_first([doc("t.md", 0.5)], low, 5)[1] is low[0]
+    assert tagged_first([], [doc("x.md", 0.9)], 5)[0].metadata["score"] == 0.9
+    zero = tagged_first([doc("t.md", 0.0)], [doc("x.md", 0.7)], 5)
+    assert scores(zero) == [0.0, 0.0]
+
+
+ranked = st.lists(st.floats(0.0, 1.0), max_size=8).map(lambda xs: sorted(xs, reverse=True))
+
+
+@given(ranked, ranked, st.integers(1, 12))
+def test_scores_descend_and_every_tagged_document_leads(
+    tagged_scores: list[float], other_scores: list[float], limit: int
+) -> None:
+    tagged = [doc(f"t{i}.md", s) for i, s in enumerate(tagged_scores)]
+    others = [doc(f"o{i}.md", s) for i, s in enumerate(other_scores)]
+    found = tagged_first(tagged, others, limit)
+    assert len(found) == min(limit, len(tagged) + len(others))
+    assert scores(found) == sorted(scores(found), reverse=True)
+    leading = [d.metadata["path"].startswith("t") for d in found]
+    assert leading == sorted(leading, reverse=True)
+    assert [d.metadata["path"] for d in found if d.metadata["path"].startswith("o")] == [
+        d.metadata["path"] for d in others[: len(found) - min(limit, len(tagged))]
+    ]
