@@ -221,7 +221,7 @@ def uncarried_tags_as_words(text: str, carried: Callable[[str], bool]) -> str:
     return TAG_PATTERN.sub(spelled, text)
 
 
-def without_filtering_tags(text: str, tags: Collection[str]) -> str:
+def without_carried_tags(text: str, tags: Collection[str]) -> str:
     """The text with the carried `#tags` taken out, for the embedding model to read.
 
     Every note ranked first carries those tags, so the tag tells the model nothing about
@@ -236,7 +236,7 @@ def without_filtering_tags(text: str, tags: Collection[str]) -> str:
 
     Args:
         text: the query as the lexical side searched it.
-        tags: the filtering tags, normalised as `tag_filters` gives them.
+        tags: the carried tags, normalised as `tag_filters` gives them.
     """
     if not tags:
         return text

@@ -12,7 +12,7 @@ import pytest
 if str(Path(__file__).resolve().parents[1]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.metrics import dcg, distinct, gain, ndcg_at_k, recall_at_k
+from benchmarks.metrics import dcg, distinct, gain, mean_interval, ndcg_at_k, recall_at_k
 
 LOG2_3 = math.log2(3)
 
@@ -106,3 +106,14 @@ def test_distinct_keeps_first_occurrence_order() -> None:
     assert distinct(["b", "a", "b", "c", "a"]) == ["b", "a", "c"]
     assert distinct(["b", "a", "b", "c"], 2) == ["b", "a"]
     assert distinct([], 3) == []
+
+
+def test_the_bootstrap_interval_holds_the_mean_and_narrows_with_more_queries() -> None:
+    few = [0.0, 0.1, -0.05, 0.2, 0.03, -0.1, 0.15, 0.02]
+    low, high = mean_interval(few)
+    assert low < sum(few) / len(few) < high
+    assert mean_interval(few) == (low, high)  # seeded: a rerun prints the same interval
+    more_low, more_high = mean_interval(few * 10)
+    assert more_high - more_low < (high - low) / 2
+    assert mean_interval([0.02] * 6) == (0.02, 0.02)
+    assert mean_interval([]) == (0.0, 0.0)

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from langchain_vaultsearch.query_plan import Available, plan_query, without_filtering_tags
+from langchain_vaultsearch.query_plan import Available, plan_query, without_carried_tags
 from langchain_vaultsearch.time_ranges import parse_time_expression
 
 NOW = datetime(2024, 4, 18, 12, 0).astimezone()
@@ -129,4 +129,4 @@ def test_a_tag_no_note_carries_is_a_word_not_a_filter() -> None:
 def test_the_model_reads_the_query_without_the_tags_that_filter(
     text: str, tags: tuple[str, ...], embedded: str
 ) -> None:
-    assert without_filtering_tags(text, tags) == embedded
+    assert without_carried_tags(text, tags) == embedded

@@ -30,7 +30,7 @@ from langchain_vaultsearch.limits import (
     result_count_field,
     result_limit,
 )
-from langchain_vaultsearch.query_plan import tag_filters, without_filtering_tags
+from langchain_vaultsearch.query_plan import tag_filters, without_carried_tags
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.vault_retriever import SearchCall, VaultRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
@@ -156,8 +156,8 @@ class MergedSemanticRetriever(VaultRetriever):
         try:
             # The model reads the words the lexical side corrected, not the typos, a
             # `#tag` no note carries as the word the lexical side searched, and not the
-            # tags that filter (`without_filtering_tags`).
-            embedded = corrected_query(without_filtering_tags(words, tags), lexical)
+            # carried tags, whose notes come first anyway (`without_carried_tags`).
+            embedded = corrected_query(without_carried_tags(words, tags), lexical)
             semantic = self._semantic.invoke(embedded, config, k=each)
         except SearchCancelled:
             raise
@@ -171,7 +171,7 @@ class MergedSemanticRetriever(VaultRetriever):
         words = await asyncio.to_thread(self._lexical().searched_words, query)
         # Which tags notes carry is read from the vault (a refresh may walk it): off the loop.
         tags = await asyncio.to_thread(self._carried_tags, query, salient_terms)
-        model_words = without_filtering_tags(words, tags)
+        model_words = without_carried_tags(words, tags)
         lexical, semantic = await asyncio.gather(
             self._lexical().ainvoke(query, config, k=each, salient_terms=list(salient_terms or ())),
             self._semantic.ainvoke(model_words, config, k=each),
