@@ -19,6 +19,9 @@ computed from those lists, so dozens of settings cost seconds:
   no reranker, as no cross-encoder is installed here), run for real;
 - `langchain`: the usual LangChain stack, BM25Retriever and the same vectors in an
   EnsembleRetriever (`usual_langchain_stack`), run for real;
+- `chain`: `local_search` over the default path, run for real: the documents the QA
+  chain and `vaultsearch context` show, filter documents (named notes, a carried tag's
+  notes) first;
 - `tuned`: confidence rules (title hits, a weak best cosine, mentions pinned) with free
   parameters, tuned on every vault but the one scored; the rules did not carry from one
   vault to another and do not ship: the table says so every time it runs;
@@ -114,6 +117,8 @@ class Query:
         default: the real default path's list.
         hybrid: the real hybrid path's list.
         langchain: the usual LangChain stack's list.
+        chain: `local_search`'s documents over the default path (what the QA chain and
+            `vaultsearch context` show, in that order: the filter's, then the search's).
         carried_tag: the query has a `#tag` some note carries.
         words: the query as lexical search searched it (a `#tag` no note carries as its
             word); the default path's fusion reads its terms from it.
@@ -134,6 +139,7 @@ class Query:
     default: list[Document]
     hybrid: list[Document]
     langchain: list[Document]
+    chain: list[Document]
     carried_tag: bool
     words: str
     terms: tuple[str, ...]
@@ -152,7 +158,13 @@ def ndcg(judged: JudgedQuery, docs: Sequence[Document]) -> float:
 
 def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
     """Run every query of every set through both sides and the default path once."""
-    from langchain_vaultsearch import RetrieverFactory, TieredLexicalRetriever, VaultIndex
+    from langchain_vaultsearch import (
+        FilterRetriever,
+        RetrieverFactory,
+        TieredLexicalRetriever,
+        VaultIndex,
+        local_search,
+    )
 
     found: list[Query] = []
     by_vault: dict[Path, list[Path]] = {}
@@ -172,14 +184,15 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
             semantic_index=index, mode="hybrid", k=OURS_K, lexical_side=lexical
         )
         usual = usual_langchain_stack(vault, index.store)
+        filters = FilterRetriever(vault=index.vault)
         for queries, _ in judged_sets([f"{f}={vault}" for f in files]):
             for judged in queries:
                 lexical_docs = lexical.invoke(judged.query)
                 plan = default.plan(judged.query)
                 tags = frozenset(plan.tags)
                 # What `MergedSemanticRetriever._search` and `_fuse` read: the searched
-                # words (a `#tag` no note carries as its word), without the tags that
-                # filter, corrected for the model.
+                # words (a `#tag` no note carries as its word), without the carried
+                # tags, corrected for the model.
                 words = lexical.searched_words(judged.query)
                 corrected = corrected_query(without_carried_tags(words, tags), lexical_docs)
                 semantic_docs = semantic.invoke(judged.query)
@@ -197,6 +210,12 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
                         default=default.invoke(judged.query),
                         hybrid=hybrid.invoke(judged.query),
                         langchain=usual.invoke(judged.query),
+                        chain=local_search(
+                            judged.query,
+                            filter_retriever=filters,
+                            retriever=default,
+                            lexical_retriever=lexical,
+                        ).documents,
                         carried_tag=bool(tags),
                         words=words,
                         terms=tuple(terms),
@@ -286,6 +305,7 @@ def systems() -> dict[str, System]:
         "default": lambda q: q.default,
         "hybrid": lambda q: q.hybrid,
         "langchain": lambda q: q.langchain,
+        "chain": lambda q: q.chain,
     }
 
 

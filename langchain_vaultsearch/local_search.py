@@ -8,8 +8,13 @@ The orchestration layer of the original's `localSearch` tool, over LangChain ret
    same `Vault`, merged search when it has a vector index) runs only without a time range,
    since
    "what did I do last week" is answered by last week's notes, not by ranking words like
-   "did". A tag query uses the lexical retriever whatever the main one is: tags are exact
-   terms, which lexical search matches and embeddings blur.
+   "did". A question with a carried `#tag` runs the search its plan names: merged search
+   when the main retriever has a vector index, else lexical search (also beside a
+   retriever of the user's, which need not know tags). The filter's tagged notes are then
+   ranked as the search ranked them (`tag_matches_in_search_order`): newest first, as the
+   filter returns them, the notes that answer could fall outside the 30 the context shows
+   with their text (judged: 0.538 to 0.886 nDCG@10 on 28 carried-tag questions,
+   `fusion/tag_order.py`).
 3. Search documents of notes a filter document already covers are dropped
    (`merge_filter_and_search_results`), then the search documents are cut to one chunk per
    note (the best scored): the context shows more notes instead of more chunks of one.
@@ -44,6 +49,7 @@ from langchain_vaultsearch.context.builder import (
 from langchain_vaultsearch.documents import document_score
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
 from langchain_vaultsearch.fusion.merge import merge_filter_and_search_results
+from langchain_vaultsearch.fusion.tag_order import tag_matches_in_search_order
 from langchain_vaultsearch.limits import DEFAULT_K, result_limit
 from langchain_vaultsearch.query_plan import Available, QueryPlan, plan_query
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
@@ -131,8 +137,9 @@ def local_search(
         retriever: the main retriever, any `BaseRetriever`; defaults to a
             `RetrieverFactory` over the shared vault (lexical search; pass a factory or a
             `MergedSemanticRetriever` with a `VaultIndex` for merged search).
-        lexical_retriever: the retriever tag queries use; by default the lexical side of
-            `retriever`, or one made over the shared vault.
+        lexical_retriever: the retriever of carried-tag questions when their plan says
+            lexical (no vector index, or a retriever of your own); by default the lexical
+            side of `retriever`, or one made over the shared vault.
         time_range: a `TimeRange`, or an expression such as "last week", instead of the
             period the question names; with a period, only the filter runs.
         read_period: read the period from the question when `time_range` is None.
@@ -255,8 +262,11 @@ class _Run:
     def of(cls, plan: QueryPlan, retrievers: SearchRetrievers) -> _Run:
         chosen: BaseRetriever | None = None
         if plan.searches:
-            # Tags are exact terms: whatever the main retriever is, lexical search matches them.
-            chosen = retrievers.lexical_retriever if plan.tags else retrievers.retriever
+            # The plan decides: with a vector index a carried tag's notes are ranked by
+            # the merged score; without one (or beside a retriever of the user's, which
+            # need not know tags), lexical search ranks them.
+            lexical = bool(plan.tags) and plan.route == "lexical"
+            chosen = retrievers.lexical_retriever if lexical else retrievers.retriever
         kwargs: dict[str, Any] = {}
         if isinstance(chosen, VAULT_RETRIEVERS):
             kwargs = {"k": plan.limit, "salient_terms": list(plan.salient_terms)}
@@ -265,7 +275,10 @@ class _Run:
         return cls(plan, retrievers.filter_retriever, chosen, kwargs)
 
     def result(self, found: FilterResult, searched: Sequence[Document]) -> LocalSearchResult:
-        merged = merge_filter_and_search_results(found.documents, searched)
+        named = found.documents
+        if self.plan.tags:
+            named = tag_matches_in_search_order(named, searched)
+        merged = merge_filter_and_search_results(named, searched)
         filter_docs = [_marked(doc, is_filter=True) for doc in merged.filter_results]
         search_docs = [
             _marked(doc, is_filter=False) for doc in _best_chunk_per_note(merged.search_results)
@@ -329,8 +342,9 @@ class SearchRetrievers(NamedTuple):
     Attributes:
         filter_retriever: the `[[mentions]]`, `#tags` and time-range filter.
         retriever: the main retriever for questions without a time range.
-        lexical_retriever: the retriever of tag queries: `retriever` itself when it is a
-            `TieredLexicalRetriever`, else its lexical side.
+        lexical_retriever: the retriever of carried-tag questions planned lexical:
+            `retriever` itself when it is a `TieredLexicalRetriever`, else its lexical
+            side.
     """
 
     filter_retriever: FilterRetriever

@@ -106,8 +106,8 @@ def create_vault_qa_chain(
         retriever: the main retriever; defaults to a `TieredLexicalRetriever` over the
             vault.
         filter_retriever: the filter; defaults to a `FilterRetriever` over the vault.
-        lexical_retriever: the retriever of tag questions; defaults to the lexical side
-            of `retriever`.
+        lexical_retriever: the retriever of carried-tag questions planned lexical (see
+            `local_search`); defaults to the lexical side of `retriever`.
         k: documents for questions without tags or time range (1..100).
         context_options: limits and wording of the context.
         prompt: a prompt with `context` and `question` variables; defaults to
@@ -168,8 +168,8 @@ def create_vault_context_chain(
         retriever: the main retriever; defaults to a `TieredLexicalRetriever` over the
             vault.
         filter_retriever: the filter; defaults to a `FilterRetriever` over the vault.
-        lexical_retriever: the retriever of tag questions; defaults to the lexical side
-            of `retriever`.
+        lexical_retriever: the retriever of carried-tag questions planned lexical (see
+            `local_search`); defaults to the lexical side of `retriever`.
         k: documents for questions without tags or time range (1..100).
         context_options: limits and wording of the context.
 

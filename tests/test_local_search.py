@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -16,6 +17,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import Field
 
 from langchain_vaultsearch import (
@@ -29,8 +31,10 @@ from langchain_vaultsearch import (
 from langchain_vaultsearch.filters import FilterResult
 from langchain_vaultsearch.local_search import LocalSearchResult, search_retrievers
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
+from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.time_ranges import parse_time_expression
 from tests.conftest import write_vault
+from tests.fake_embeddings import WordBagEmbedding
 
 
 class ScriptedRetriever(BaseRetriever):
@@ -222,7 +226,7 @@ def test_time_range_label_reaches_the_context(small_vault: Path) -> None:
 # --------------------------------------------------------------------------- tag forcing
 
 
-def test_tag_question_uses_the_lexical_retriever_not_the_main_one(small_vault: Path) -> None:
+def test_beside_a_users_retriever_a_tag_question_runs_lexical_search(small_vault: Path) -> None:
     vault = Vault(small_vault)
     semantic = ScriptedRetriever(documents=[search_doc("Notes/Gardening.md", 0.9)])
     lexical = CountingLexicalRetriever(vault=vault)
@@ -237,6 +241,50 @@ def test_tag_question_uses_the_lexical_retriever_not_the_main_one(small_vault: P
     assert "Notes/Gardening.md" not in paths(result.documents)
     assert {doc.metadata["matchType"] for doc in result.search_documents} == {"lexical"}
     assert set(paths(result.filter_documents)) == {"Meetings/Review.md", "Meetings/Kickoff.md"}
+
+
+def newest_first_the_wrong_way(vault_dir: Path) -> None:
+    """Make the #meeting note that does not answer "design" the most recently modified."""
+    for offset, path in enumerate(["Meetings/Kickoff.md", "Meetings/Review.md"]):
+        stamp = time.time() - 1000 + offset * 100
+        os.utime(vault_dir / path, (stamp, stamp))
+
+
+def test_a_tag_questions_notes_come_in_the_searchs_order_not_newest_first(
+    small_vault: Path,
+) -> None:
+    newest_first_the_wrong_way(small_vault)
+    filters = FilterRetriever(vault_path=str(small_vault))
+    assert paths(filters.get_relevant_documents("#meeting")) == [
+        "Meetings/Review.md",
+        "Meetings/Kickoff.md",
+    ]
+    result = local_search("#meeting design", vault=filters.vault)  # lexical: no vector index
+    assert paths(result.filter_documents) == ["Meetings/Kickoff.md", "Meetings/Review.md"]
+    assert_marked(result)
+
+
+def test_with_a_vector_index_a_tag_question_runs_merged_search(small_vault: Path) -> None:
+    newest_first_the_wrong_way(small_vault)
+    index = VaultIndex(
+        vault_path=small_vault,
+        embeddings=WordBagEmbedding(),
+        vectorstore=lambda embedding: InMemoryVectorStore(embedding=embedding),
+        records_path=small_vault.parent / "records.sqlite3",
+    )
+    index.refresh()
+    factory = RetrieverFactory(semantic_index=index)
+    lexical = CountingLexicalRetriever(vault=index.vault)
+    result = local_search(
+        "#meeting design", retriever=factory, lexical_retriever=lexical, vault=index.vault
+    )
+    assert factory.retriever_type == "merged"  # as the plan says, not forced lexical
+    assert lexical.calls == []
+    assert paths(result.filter_documents) == ["Meetings/Kickoff.md", "Meetings/Review.md"]
+    # Untagged notes follow, in the merged order: the search filled the places left.
+    assert result.search_documents
+    assert not any("#meeting" in doc.metadata["tags"] for doc in result.search_documents)
+    assert_marked(result)
 
 
 def test_tag_question_without_a_lexical_retriever_makes_one(small_vault: Path) -> None:

@@ -1,4 +1,4 @@
-"""tagged_first(): a carried tag's notes lead, the others fill the places they leave."""
+"""A carried tag's notes lead: in a retriever's list, and among the chain's filter documents."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_vaultsearch.fusion.tag_order import tagged_first
+from langchain_vaultsearch.fusion.tag_order import tag_matches_in_search_order, tagged_first
 
 
 def doc(path: str, score: float) -> Document:
@@ -64,3 +64,28 @@ def test_scores_descend_and_every_tagged_document_leads(
     assert [d.metadata["path"] for d in found if d.metadata["path"].startswith("o")] == [
         d.metadata["path"] for d in others[: len(found) - min(limit, len(tagged))]
     ]
+
+
+def filtered(path: str, source: str) -> Document:
+    return Document(page_content=path, metadata={"path": path, "source": source}, id=path)
+
+
+def test_tag_matches_follow_the_search_and_named_notes_keep_their_place() -> None:
+    named = [
+        filtered("Named.md", "title-match"),
+        filtered("old.md", "tag-match"),
+        filtered("new.md", "tag-match"),
+        filtered("unranked.md", "tag-match"),
+        filtered("newest.md", "tag-match"),
+    ]
+    searched = [doc("new.md", 0.9), doc("x.md", 0.8), doc("newest.md", 0.7), doc("new.md", 0.1)]
+    ordered = tag_matches_in_search_order(named, searched)
+    assert [d.metadata["path"] for d in ordered] == [
+        "Named.md",
+        "new.md",
+        "newest.md",
+        "old.md",  # not searched: the filter's order among these
+        "unranked.md",
+    ]
+    assert [d.metadata["path"] for d in named][1] == "old.md"  # input unchanged
+    assert tag_matches_in_search_order(named, []) == named

@@ -1,5 +1,8 @@
 """A carried `#tag` ranks its notes first; the rest of the list still answers the query.
 
+Two places order a tag question's notes: a retriever's list (`tagged_first`) and the
+chain's filter documents (`tag_matches_in_search_order`).
+
 `#go-weekly profiling` asks for the notes tagged `#go-weekly` first. When six notes carry
 the tag, a list cut to them leaves four of ten places empty, while the notes about
 profiling that nobody tagged are what the original showed next: its chain runner puts
@@ -49,6 +52,37 @@ def tagged_first(
         return kept + added
     factor = math.nextafter(ceiling, 0.0) / best if best > 0 else 0.0
     return kept + [_scaled(doc, factor) for doc in added]
+
+
+def tag_matches_in_search_order(
+    filter_docs: Sequence[Document], search_docs: Sequence[Document]
+) -> list[Document]:
+    """The filter's documents, its tag matches ranked as the search ranked their notes.
+
+    The filter returns every tagged note (the most recent, when more match than its
+    limit allows), and the context shows the first 30 with their text: in the filter's
+    own order, most recent first, the tagged notes that answer the question could be
+    listed without it. Tag matches the search did not return follow in the filter's
+    order; other filter documents (the notes a question names) keep their places.
+
+    Args:
+        filter_docs: `FilterRetriever` documents (`source` `tag-match` for tag matches).
+        search_docs: the search's documents for the same question, best first.
+
+    Returns:
+        A new list of the same documents.
+    """
+    rank: dict[object, int] = {}
+    for position, doc in enumerate(search_docs):
+        rank.setdefault(doc.metadata.get("path"), position)
+    places = [i for i, doc in enumerate(filter_docs) if doc.metadata.get("source") == "tag-match"]
+    ordered = sorted(
+        places, key=lambda i: (rank.get(filter_docs[i].metadata.get("path"), len(rank)), i)
+    )
+    result = list(filter_docs)
+    for place, source in zip(places, ordered, strict=True):
+        result[place] = filter_docs[source]
+    return result
 
 
 def _scaled(doc: Document, factor: float) -> Document:
