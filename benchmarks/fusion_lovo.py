@@ -82,6 +82,7 @@ from benchmarks.semantic_quality import (
 from langchain_vaultsearch.documents import document_score, lexical_matches, result_order
 from langchain_vaultsearch.expansion.terms import fallback_expansion
 from langchain_vaultsearch.filters import note_matches
+from langchain_vaultsearch.fusion.asked_first import asked_first, named_first, named_notes
 from langchain_vaultsearch.fusion.hybrid import diverse_top
 from langchain_vaultsearch.fusion.scores import (
     COVERAGE_FLOOR,
@@ -92,7 +93,6 @@ from langchain_vaultsearch.fusion.scores import (
     coverage_terms,
     fuse,
 )
-from langchain_vaultsearch.fusion.tag_order import tagged_first
 from langchain_vaultsearch.fusion.typos import corrected_query
 from langchain_vaultsearch.query_plan import Route, note_mentions, without_carried_tags
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
@@ -128,6 +128,7 @@ class Query:
         tags: the carried tags, whose notes come first in the fused list.
         tagged: the notes of either list that carry one (empty without tags), decided
             while the vault is open: `note_matches` reads each note's record.
+        named: the notes the query names as `[[Note]]`, resolved in the vault.
         scores: nDCG@10 per system.
     """
 
@@ -147,6 +148,7 @@ class Query:
     route: Route
     tags: frozenset[str]
     tagged: frozenset[str]
+    named: frozenset[str]
     scores: dict[str, float] = field(default_factory=dict)
 
 
@@ -227,6 +229,7 @@ def collect(sets: Sequence[tuple[Path, Path]], embeddings: str) -> list[Query]:
                             for path in {_path(doc) for doc in (*lexical_docs, *embedded)}
                             if tags and note_matches(index.vault.get(path), tags, None)
                         ),
+                        named=named_notes(judged.query, index.vault),
                     )
                 )
         index.close()
@@ -367,7 +370,7 @@ def calibrated_default(setting: DefaultSetting) -> System:
     `MergedSemanticRetriever._fuse` fuses them (the whole pool, the searched words' terms
     and their rarity, min-max over the best k), each note's best chunk first
     (`diverse_top`), the notes carrying the query's carried tags before the others
-    (`tagged_first`). With `SHIPPED` the
+    (`asked_first`), the notes it names before all (`named_first`). With `SHIPPED` the
     lists must be the real ones: `main` checks it before trusting any other setting.
     """
     weights = FusionWeights(coverage_floor=setting.coverage_floor)
@@ -387,11 +390,12 @@ def calibrated_default(setting: DefaultSetting) -> System:
             note_scores=setting.note_scores,
         )
         if not q.tags:
-            return diverse_top(fused, OURS_K)
+            return named_first(diverse_top(fused, OURS_K), q.named)
         tagged = diverse_top([doc for doc in fused if _path(doc) in q.tagged], OURS_K)
         room = OURS_K - len(tagged)
         others = [doc for doc in fused if _path(doc) not in q.tagged]
-        return tagged_first(tagged, diverse_top(others, room) if room > 0 else [], OURS_K)
+        found = asked_first(tagged, diverse_top(others, room) if room > 0 else [], OURS_K)
+        return named_first(found, q.named)
 
     return run
 

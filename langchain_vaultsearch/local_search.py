@@ -14,7 +14,7 @@ The orchestration layer of the original's `localSearch` tool, over LangChain ret
    ranked as the search ranked them (`tag_matches_in_search_order`): newest first, as the
    filter returns them, the notes that answer could fall outside the 30 the context shows
    with their text (judged: 0.538 to 0.886 nDCG@10 on 28 carried-tag questions,
-   `fusion/tag_order.py`).
+   `fusion/asked_first.py`).
 3. Search documents of notes a filter document already covers are dropped
    (`merge_filter_and_search_results`), then the search documents are cut to one chunk per
    note (the best scored): the context shows more notes instead of more chunks of one.
@@ -48,8 +48,8 @@ from langchain_vaultsearch.context.builder import (
 )
 from langchain_vaultsearch.documents import document_score
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
+from langchain_vaultsearch.fusion.asked_first import tag_matches_in_search_order
 from langchain_vaultsearch.fusion.merge import merge_filter_and_search_results
-from langchain_vaultsearch.fusion.tag_order import tag_matches_in_search_order
 from langchain_vaultsearch.limits import DEFAULT_K, result_limit
 from langchain_vaultsearch.query_plan import Available, QueryPlan, plan_query
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory

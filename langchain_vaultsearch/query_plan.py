@@ -186,7 +186,7 @@ def _route(
         return "lexical", "a period is a filter", True
     if tags:
         # The tagged notes are wanted first; with a vector index the merged score ranks
-        # them (the retriever puts them first in its fused list: `fusion.tag_order`).
+        # them (the retriever puts them first in its fused list: `fusion.asked_first`).
         if available.semantic:
             route: Route = "hybrid" if available.hybrid else "merged"
             return route, "a tag's notes first, ranked by merged scores", False

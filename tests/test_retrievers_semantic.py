@@ -49,7 +49,7 @@ def check_invariants(docs: list[Document], k: int) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
-def check_tagged_first(docs: list[Document], tag: str, k: int) -> None:
+def check_asked_first(docs: list[Document], tag: str, k: int) -> None:
     """The notes carrying `tag` lead; the places they leave go to the others, below them."""
     carries = [tag in doc.metadata["tags"] for doc in docs]
     assert carries[0]
@@ -220,11 +220,11 @@ def test_factory_chooses_merged_lexical_or_self_host(index: VaultIndex, vault_di
     assert docs[0].metadata["path"] == OAUTH
     tagged = factory.invoke("#ops deploys")
     assert str(factory.retriever_type) == "merged"
-    check_tagged_first(tagged, "#ops", 5)  # one note carries #ops: it leads, others follow
+    check_asked_first(tagged, "#ops", 5)  # one note carries #ops: it leads, others follow
     assert not all("#ops" in doc.metadata["tags"] for doc in tagged)
     picked = factory.invoke("deploys", salient_terms=["#ops"])  # a tag an LLM tool call picked
     assert str(factory.retriever_type) == "merged"
-    check_tagged_first(picked, "#ops", 5)
+    check_asked_first(picked, "#ops", 5)
     assert RetrieverFactory(vault_path=str(vault_dir)).retriever_type == "lexical"
 
 
@@ -358,7 +358,7 @@ async def test_the_model_reads_a_tag_no_note_carries_as_its_word(
     assert asked == ["deployment rollback"]
     asked.clear()
     docs = merged.invoke("#ops deploys")  # a carried tag stays a tag: its notes lead
-    check_tagged_first(docs, "#ops", 5)
+    check_asked_first(docs, "#ops", 5)
 
 
 async def test_the_model_ranks_the_tagged_notes_by_the_rest_of_the_query(
@@ -367,7 +367,7 @@ async def test_the_model_ranks_the_tagged_notes_by_the_rest_of_the_query(
     asked = asked_model(index, monkeypatch)
     merged = MergedSemanticRetriever(semantic_index=index, k=5)
     docs = merged.invoke("#OPS deploys")  # the notes first carry #ops: it says nothing
-    check_tagged_first(docs, "#ops", 5)
+    check_asked_first(docs, "#ops", 5)
     await merged.ainvoke("#project/alpha #deployment rollback")  # carried, then a word
     merged.invoke("#ops")  # nothing else to rank by: the tag is all there is
     assert asked == ["deploys", "deployment rollback", "#ops"]
@@ -392,3 +392,18 @@ async def test_a_saved_index_answers_with_refresh_off(vault_dir: Path, tmp_path:
             assert len(docs) == 3, run
         finally:
             reopened.close()
+
+
+async def test_a_named_note_comes_first_on_every_route(index: VaultIndex, vault_dir: Path) -> None:
+    query = "[[Deployment]] oauth login"  # the words are another note's
+    lexical = TieredLexicalRetriever(vault=index.vault)
+    assert lexical.invoke(query)[0].metadata["path"] == OAUTH  # the seed's lexical search
+    for retriever in (
+        MergedSemanticRetriever(semantic_index=index, k=5),
+        RetrieverFactory(semantic_index=index, k=5),
+        RetrieverFactory(semantic_index=index, k=5, mode="hybrid"),
+        RetrieverFactory(vault=index.vault, k=5),  # no vector index: lexical search
+    ):
+        for docs in (retriever.invoke(query), await retriever.ainvoke(query)):
+            assert docs[0].metadata["path"] == "Projects/Alpha/Deployment.md"
+            check_invariants(docs, 5)

@@ -22,6 +22,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
+from langchain_vaultsearch.fusion.asked_first import named_first, named_notes
 from langchain_vaultsearch.fusion.hybrid import (
     GraphExpansion,
     HybridStages,
@@ -208,14 +209,18 @@ class RetrieverFactory(VaultRetriever):
             self._last_type = kind
         wanted = self.k if k is None else k
         if kind == "self-host" and self.self_host_retriever is not None:
-            return _Routed(self.self_host_retriever, {}, wanted, None)
+            return _Routed(self.self_host_retriever, {}, wanted, None, names_first=False)
         if kind in ("hybrid", "merged") and self._merged is not None:
-            return _Routed(self._merged, _kwargs(wanted, salient_terms), wanted, None)
+            # Merged search puts the named notes first itself.
+            kwargs = _kwargs(wanted, salient_terms)
+            return _Routed(self._merged, kwargs, wanted, None, names_first=False)
         if self._stages is not None:
             # Hybrid without vectors (tags, periods, no index): the stages over lexical.
             pool = _kwargs(top_k_for(wanted), salient_terms)
-            return _Routed(self._lexical, pool, wanted, self._stages)
-        return _Routed(self._lexical, _kwargs(wanted, salient_terms), wanted, None)
+            return _Routed(self._lexical, pool, wanted, self._stages, names_first=True)
+        return _Routed(
+            self._lexical, _kwargs(wanted, salient_terms), wanted, None, names_first=True
+        )
 
     def _search(self, query: str, call: SearchCall) -> list[Document]:
         routed = self._route(query, call.k, call.salient_terms)
@@ -237,17 +242,20 @@ class _Routed:
         kwargs: its per-call options (a user's retriever takes none).
         wanted: the documents asked for.
         stages: hybrid stages to apply to the pool it returns, if any.
+        names_first: put the `[[named]]` notes first (a user's retriever is left as it
+            answers; merged search does it itself).
     """
 
     retriever: BaseRetriever
     kwargs: dict[str, Any]
     wanted: int
     stages: HybridStages | None
+    names_first: bool
 
     def finish(self, found: list[Document], query: str, vault: Vault) -> list[Document]:
-        if self.stages is None:
-            return found
-        return self.stages.apply(found, query, vault, top_n=self.wanted)
+        if self.stages is not None:
+            found = self.stages.apply(found, query, vault, top_n=self.wanted)
+        return named_first(found, named_notes(query, vault)) if self.names_first else found
 
 
 def _kwargs(k: int, salient_terms: Sequence[str] | None) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from langchain_vaultsearch.cancellation import SearchCancelled, raise_if_cancelled
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_expansion
 from langchain_vaultsearch.filters import note_matches
+from langchain_vaultsearch.fusion.asked_first import asked_first, named_first, named_notes
 from langchain_vaultsearch.fusion.hybrid import HybridStages, diverse_top, top_k_for
 from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, coverage_terms, fuse
-from langchain_vaultsearch.fusion.tag_order import tagged_first
 from langchain_vaultsearch.fusion.typos import corrected_query
 from langchain_vaultsearch.limits import (
     RETURN_ALL_LIMIT,
@@ -215,7 +215,7 @@ class MergedSemanticRetriever(VaultRetriever):
             semantic,
             # The hybrid stages see the whole pool (recency may lift a result from below),
             # and so do the diversity rule (a note's first chunk may come from below) and
-            # the tag order (a tagged note may come from below).
+            # the notes asked for first (a tagged note may come from below).
             limit=limit
             if self.stages is None and not self.diverse_notes and not tags
             else max(len(lexical) + len(semantic), 1),
@@ -242,7 +242,8 @@ class MergedSemanticRetriever(VaultRetriever):
                 others = self._top(
                     untagged, query, limit - len(tagged), keep=lambda d: not carries(d)
                 )
-            found = tagged_first(tagged, others, limit)
+            found = asked_first(tagged, others, limit)
+        found = named_first(found, named_notes(query, self.semantic_index.vault))
         return with_index_progress(found, self.semantic_index.progress)
 
     def _top(
@@ -265,7 +266,7 @@ class MergedSemanticRetriever(VaultRetriever):
         the order is the merged one (judged on three vaults, ranking tagged notes by the
         fused score instead of the lexical one raised tag queries by up to 0.17
         nDCG@10; see `benchmarks/fusion_lovo.py`). The places they leave go to the other
-        notes (`fusion.tag_order`). A tag no note carries is a word and orders nothing.
+        notes (`fusion.asked_first`). A tag no note carries is a word and orders nothing.
         """
         typed = tag_filters(query, salient_terms)
         if not typed:

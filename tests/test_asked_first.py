@@ -1,12 +1,21 @@
-"""A carried tag's notes lead: in a retriever's list, and among the chain's filter documents."""
+"""The notes a query asks for lead: tagged and named notes, and the chain's tag matches."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_vaultsearch.fusion.tag_order import tag_matches_in_search_order, tagged_first
+from langchain_vaultsearch.fusion.asked_first import (
+    asked_first,
+    named_first,
+    named_notes,
+    tag_matches_in_search_order,
+)
+from langchain_vaultsearch.vault.vault import Vault
+from tests.conftest import write_vault
 
 
 def doc(path: str, score: float) -> Document:
@@ -24,26 +33,26 @@ def scores(docs: list[Document]) -> list[float]:
 def test_the_others_follow_below_the_weakest_tagged_note_in_their_own_order() -> None:
     tagged = [doc("go/a.md", 0.6), doc("go/b.md", 0.2)]
     others = [doc("x.md", 0.9), doc("y.md", 0.45), doc("z.md", 0.1)]
-    found = tagged_first(tagged, others, 4)
+    found = asked_first(tagged, others, 4)
     assert [d.metadata["path"] for d in found] == ["go/a.md", "go/b.md", "x.md", "y.md"]
     assert scores(found)[:2] == [0.6, 0.2]
     assert 0.2 > scores(found)[2] > scores(found)[3]
     assert scores(found)[3] / scores(found)[2] == 0.45 / 0.9  # one factor: ratios kept
-    assert found[2].metadata["explanation"]["fusion"]["untaggedScore"] == 0.9
+    assert found[2].metadata["explanation"]["fusion"]["fusedScore"] == 0.9
     assert others[0].metadata["score"] == 0.9  # inputs unchanged
 
 
 def test_enough_tagged_notes_leave_no_place() -> None:
     tagged = [doc(f"t{i}.md", 1.0 - i / 10) for i in range(5)]
-    assert tagged_first(tagged, [doc("x.md", 0.99)], 3) == tagged[:3]
-    assert tagged_first(tagged, [doc("x.md", 0.99)], 5) == tagged
+    assert asked_first(tagged, [doc("x.md", 0.99)], 3) == tagged[:3]
+    assert asked_first(tagged, [doc("x.md", 0.99)], 5) == tagged
 
 
 def test_others_already_below_and_no_tagged_document_keep_their_scores() -> None:
     low = [doc("x.md", 0.1)]
-    assert tagged_first([doc("t.md", 0.5)], low, 5)[1] is low[0]
-    assert tagged_first([], [doc("x.md", 0.9)], 5)[0].metadata["score"] == 0.9
-    zero = tagged_first([doc("t.md", 0.0)], [doc("x.md", 0.7)], 5)
+    assert asked_first([doc("t.md", 0.5)], low, 5)[1] is low[0]
+    assert asked_first([], [doc("x.md", 0.9)], 5)[0].metadata["score"] == 0.9
+    zero = asked_first([doc("t.md", 0.0)], [doc("x.md", 0.7)], 5)
     assert scores(zero) == [0.0, 0.0]
 
 
@@ -56,7 +65,7 @@ def test_scores_descend_and_every_tagged_document_leads(
 ) -> None:
     tagged = [doc(f"t{i}.md", s) for i, s in enumerate(tagged_scores)]
     others = [doc(f"o{i}.md", s) for i, s in enumerate(other_scores)]
-    found = tagged_first(tagged, others, limit)
+    found = asked_first(tagged, others, limit)
     assert len(found) == min(limit, len(tagged) + len(others))
     assert scores(found) == sorted(scores(found), reverse=True)
     leading = [d.metadata["path"].startswith("t") for d in found]
@@ -89,3 +98,21 @@ def test_tag_matches_follow_the_search_and_named_notes_keep_their_place() -> Non
     ]
     assert [d.metadata["path"] for d in named][1] == "old.md"  # input unchanged
     assert tag_matches_in_search_order(named, []) == named
+
+
+def test_named_notes_lead_and_the_rest_keep_their_order_below() -> None:
+    docs = [doc("a.md", 0.9), doc("named.md", 0.4), doc("b.md", 0.3), doc("named.md", 0.2)]
+    found = named_first(docs, {"named.md"})
+    assert [d.metadata["path"] for d in found] == ["named.md", "named.md", "a.md", "b.md"]
+    assert scores(found) == sorted(scores(found), reverse=True)
+    assert named_first(docs, {"elsewhere.md"}) == docs
+    assert named_first(docs, set()) == docs
+
+
+def test_named_notes_resolve_as_obsidian_links(tmp_path: Path) -> None:
+    vault = Vault(write_vault(tmp_path / "v", {"Folder/Some Note.md": "x", "Other.md": "y"}))
+    vault.refresh()
+    assert named_notes("what is in [[some note#Part|alias]] and [[Missing]]?", vault) == {
+        "Folder/Some Note.md"
+    }
+    assert named_notes("no names here", vault) == frozenset()

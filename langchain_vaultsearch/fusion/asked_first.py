@@ -1,7 +1,9 @@
-"""A carried `#tag` ranks its notes first; the rest of the list still answers the query.
+"""The notes a query asks for come first; the rest of the list still answers it.
 
-Two places order a tag question's notes: a retriever's list (`tagged_first`) and the
-chain's filter documents (`tag_matches_in_search_order`).
+A query asks for notes two ways: by name (`[[Note]]`) and by a `#tag` some note carries.
+Three places put them first: a retriever's list for a carried tag (`asked_first`), for
+a named note (`named_first`), and the chain's filter documents, whose tag matches are
+ranked as the search ranked them (`tag_matches_in_search_order`).
 
 `#go-weekly profiling` asks for the notes tagged `#go-weekly` first. When six notes carry
 the tag, a list cut to them leaves four of ten places empty, while the notes about
@@ -13,36 +15,45 @@ questions (the ten: 0.887 -> 0.907; `#go-weekly profiling` 0.826 -> 0.918) and l
 none of the 28 on the four vaults; it has no constant, so no vault left out could choose
 otherwise. An explicit tag filter (the CLI's `--tag`, the MCP tool's `tags`) still keeps
 only the tagged notes.
+
+A named note comes first on every path, as the chain's filter puts it first and as the
+original's semantic retriever did (issue 26). Fused, a note lexical search prefers could
+pass it: `[[ITIL]] niveles de certificación` ranked the ITIL note second. The judges
+graded the note above it higher there (the Spanish vault's mention kind 0.836 -> 0.806);
+no other judged question moved.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from langchain_core.documents import Document
 
 from langchain_vaultsearch.documents import document_score, rescored
+from langchain_vaultsearch.query_plan import note_mentions
+from langchain_vaultsearch.vault.vault import Vault
 
 
-def tagged_first(
-    tagged: Sequence[Document], others: Sequence[Document], limit: int
+def asked_first(
+    asked: Sequence[Document], others: Sequence[Document], limit: int
 ) -> list[Document]:
-    """The tagged notes' documents, then the others', `limit` in all, scores descending.
+    """The asked-for notes' documents, then the others', `limit` in all, scores descending.
 
     Args:
-        tagged: documents of notes carrying the query's tags, ranked.
+        asked: documents of the notes asked for, ranked.
         others: documents of the other notes, ranked.
         limit: how many to return.
 
     Returns:
-        `tagged` cut to `limit`, then as many of `others` as there is room for, each
+        `asked` cut to `limit`, then as many of `others` as there is room for, each
         scaled by one factor so that the best of them scores just under the weakest
-        tagged document: the order holds for anyone who sorts by score, and the
-        others keep their relative scores. Their unscaled score stays in
-        `explanation["fusion"]["untaggedScore"]`.
+        asked-for document: the order holds for anyone who sorts by score, and the
+        others keep their relative scores. Their score before that stays in
+        `explanation["fusion"]["fusedScore"]`. When the weakest asked-for document
+        scores 0, so do the others, and only the list's order tells them apart.
     """
-    kept = list(tagged[:limit])
+    kept = list(asked[:limit])
     added = list(others[: max(limit - len(kept), 0)])
     if not added or not kept:
         return kept + added
@@ -52,6 +63,27 @@ def tagged_first(
         return kept + added
     factor = math.nextafter(ceiling, 0.0) / best if best > 0 else 0.0
     return kept + [_scaled(doc, factor) for doc in added]
+
+
+def named_notes(query: str, vault: Vault) -> frozenset[str]:
+    """The paths of the notes a query names as `[[Note]]`, resolved as Obsidian links.
+
+    Read from the vault as last refreshed: the search whose list this orders has just
+    refreshed it, and a second walk of the folder would cost a large vault a scan.
+    """
+    graph = vault.link_graph()
+    return frozenset(
+        path for name in note_mentions(query) if (path := graph.resolve(name)) is not None
+    )
+
+
+def named_first(docs: Sequence[Document], named: Collection[str]) -> list[Document]:
+    """The documents of the named notes first, the others below them (see `asked_first`)."""
+    first = [doc for doc in docs if doc.metadata.get("path") in named]
+    if not first:
+        return list(docs)
+    rest = [doc for doc in docs if doc.metadata.get("path") not in named]
+    return asked_first(first, rest, len(docs))
 
 
 def tag_matches_in_search_order(
@@ -90,5 +122,7 @@ def _scaled(doc: Document, factor: float) -> Document:
     explanation = doc.metadata.get("explanation")
     explanation = dict(explanation) if isinstance(explanation, dict) else {}
     fusion = explanation.get("fusion")
-    explanation["fusion"] = {**(fusion if isinstance(fusion, dict) else {}), "untaggedScore": score}
+    fusion = dict(fusion) if isinstance(fusion, dict) else {}
+    fusion.setdefault("fusedScore", score)  # scaled twice (tagged, then named): the first
+    explanation["fusion"] = fusion
     return rescored(doc, score * factor, explanation=explanation)
