@@ -71,10 +71,11 @@ def named_notes(query: str, vault: Vault) -> frozenset[str]:
     Read from the vault as last refreshed: the search whose list this orders has just
     refreshed it, and a second walk of the folder would cost a large vault a scan.
     """
+    names = note_mentions(query)
+    if not names:  # most queries: the link graph is not needed
+        return frozenset()
     graph = vault.link_graph()
-    return frozenset(
-        path for name in note_mentions(query) if (path := graph.resolve(name)) is not None
-    )
+    return frozenset(path for name in names if (path := graph.resolve(name)) is not None)
 
 
 def named_first(docs: Sequence[Document], named: Collection[str]) -> list[Document]:
