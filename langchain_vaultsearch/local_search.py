@@ -275,10 +275,10 @@ class _Run:
         return cls(plan, retrievers.filter_retriever, chosen, kwargs)
 
     def result(self, found: FilterResult, searched: Sequence[Document]) -> LocalSearchResult:
-        named = found.documents
+        filtered = found.documents
         if self.plan.tags:
-            named = tag_matches_in_search_order(named, searched)
-        merged = merge_filter_and_search_results(named, searched)
+            filtered = tag_matches_in_search_order(filtered, searched)
+        merged = merge_filter_and_search_results(filtered, searched)
         filter_docs = [_marked(doc, is_filter=True) for doc in merged.filter_results]
         search_docs = [
             _marked(doc, is_filter=False) for doc in _best_chunk_per_note(merged.search_results)

@@ -105,6 +105,8 @@ def test_named_notes_lead_and_the_rest_keep_their_order_below() -> None:
     found = named_first(docs, {"named.md"})
     assert [d.metadata["path"] for d in found] == ["named.md", "named.md", "a.md", "b.md"]
     assert scores(found) == sorted(scores(found), reverse=True)
+    assert scores(found)[0] == 0.9  # the list keeps its best score
+    assert scores(found)[1] / scores(found)[0] == 0.2 / 0.4
     assert named_first(docs, {"elsewhere.md"}) == docs
     assert named_first(docs, set()) == docs
 

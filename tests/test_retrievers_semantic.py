@@ -403,7 +403,10 @@ async def test_a_named_note_comes_first_on_every_route(index: VaultIndex, vault_
         RetrieverFactory(semantic_index=index, k=5),
         RetrieverFactory(semantic_index=index, k=5, mode="hybrid"),
         RetrieverFactory(vault=index.vault, k=5),  # no vector index: lexical search
+        RetrieverFactory(vault=index.vault, k=5, mode="hybrid"),
     ):
         for docs in (retriever.invoke(query), await retriever.ainvoke(query)):
             assert docs[0].metadata["path"] == "Projects/Alpha/Deployment.md"
             check_invariants(docs, 5)
+            if getattr(retriever, "mode", None) == "hybrid":
+                assert docs[0].metadata["score"] == 1.0  # seed 002: the best at 1.0

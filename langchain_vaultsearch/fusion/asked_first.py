@@ -79,12 +79,21 @@ def named_notes(query: str, vault: Vault) -> frozenset[str]:
 
 
 def named_first(docs: Sequence[Document], named: Collection[str]) -> list[Document]:
-    """The documents of the named notes first, the others below them (see `asked_first`)."""
+    """The documents of the named notes first, the others below them (see `asked_first`).
+
+    The list keeps its best score: everything is scaled by one factor so the first named
+    document scores what the best did (hybrid search's lists have their best at 1.0).
+    """
     first = [doc for doc in docs if doc.metadata.get("path") in named]
     if not first:
         return list(docs)
     rest = [doc for doc in docs if doc.metadata.get("path") not in named]
-    return asked_first(first, rest, len(docs))
+    found = asked_first(first, rest, len(docs))
+    best = max(document_score(doc.metadata) for doc in docs)
+    lead = document_score(found[0].metadata)
+    if not 0 < lead < best:
+        return found
+    return [_scaled(doc, best / lead) for doc in found]
 
 
 def tag_matches_in_search_order(
