@@ -82,7 +82,7 @@ from benchmarks.semantic_quality import (
 from langchain_vaultsearch.documents import document_score, lexical_matches, result_order
 from langchain_vaultsearch.expansion.terms import fallback_expansion
 from langchain_vaultsearch.filters import note_matches
-from langchain_vaultsearch.fusion.asked_first import asked_first, named_first, named_notes
+from langchain_vaultsearch.fusion.asked_first import named_notes, ranked_asked_first
 from langchain_vaultsearch.fusion.hybrid import diverse_top
 from langchain_vaultsearch.fusion.scores import (
     COVERAGE_FLOOR,
@@ -369,8 +369,9 @@ def calibrated_default(setting: DefaultSetting) -> System:
     period goes to lexical search) keeps the real answer; the others are fused as
     `MergedSemanticRetriever._fuse` fuses them (the whole pool, the searched words' terms
     and their rarity, min-max over the best k), each note's best chunk first
-    (`diverse_top`), the notes carrying the query's carried tags before the others
-    (`asked_first`), the notes it names before all (`named_first`). With `SHIPPED` the
+    (`diverse_top`), the notes carrying the query's carried tags before the others and
+    the notes it names before all (`ranked_asked_first`, the retriever's own). With
+    `SHIPPED` the
     lists must be the real ones: `main` checks it before trusting any other setting.
     """
     weights = FusionWeights(coverage_floor=setting.coverage_floor)
@@ -389,13 +390,17 @@ def calibrated_default(setting: DefaultSetting) -> System:
             depth=setting.depth,
             note_scores=setting.note_scores,
         )
-        if not q.tags:
-            return named_first(diverse_top(fused, OURS_K), q.named)
-        tagged = diverse_top([doc for doc in fused if _path(doc) in q.tagged], OURS_K)
-        room = OURS_K - len(tagged)
-        others = [doc for doc in fused if _path(doc) not in q.tagged]
-        found = asked_first(tagged, diverse_top(others, room) if room > 0 else [], OURS_K)
-        return named_first(found, q.named)
+
+        def carries(doc: Document) -> bool:
+            return _path(doc) in q.tagged
+
+        return ranked_asked_first(
+            fused,
+            OURS_K,
+            top=lambda docs, n, _keep: diverse_top(docs, n),  # no hybrid stages here
+            carries=carries if q.tags else None,
+            named=q.named,
+        )
 
     return run
 

@@ -4,9 +4,9 @@
   without the search's chunks of notes the filter already returned;
 - `fuse` (`scores.py`): lexical and semantic rankings into one (`calibrated`, the
   original's `blend`, or `rrf`), as `MergedSemanticRetriever` runs it;
-- `asked_first`, `named_first`, `tag_matches_in_search_order` (`asked_first.py`): the
-  notes a query asks for first (a carried `#tag`'s, `[[named]]` ones), the other notes in
-  the places they leave;
+- `ranked_asked_first`, `named_first`, `tag_matches_in_search_order` (`asked_first.py`):
+  the notes a query asks for first (a carried `#tag`'s, `[[named]]` ones), the other
+  notes in the places they leave;
 - `HybridStages` (`hybrid.py`): graph neighbours, recency tiers and a reranker after fusion
   (seed 002), built once per retriever and run by the factory and the merged retriever;
 - `CrossEncoderReranker` (`rerankers.py`): the reranker those stages take.

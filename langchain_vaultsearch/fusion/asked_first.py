@@ -1,9 +1,9 @@
 """The notes a query asks for come first; the rest of the list still answers it.
 
 A query asks for notes two ways: by name (`[[Note]]`) and by a `#tag` some note carries.
-Three places put them first: a retriever's list for a carried tag (`asked_first`), for
-a named note (`named_first`), and the chain's filter documents, whose tag matches are
-ranked as the search ranked them (`tag_matches_in_search_order`).
+Two places put them first: a retriever's list (`ranked_asked_first`: a carried tag's
+notes by `asked_first`, named notes by `named_first`), and the chain's filter documents,
+whose tag matches are ranked as the search ranked them (`tag_matches_in_search_order`).
 
 `#go-weekly profiling` asks for the notes tagged `#go-weekly` first. When six notes carry
 the tag, a list cut to them leaves four of ten places empty, while the notes about
@@ -26,7 +26,7 @@ no other judged question moved.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from langchain_core.documents import Document
 
@@ -63,6 +63,48 @@ def asked_first(
         return kept + added
     factor = math.nextafter(ceiling, 0.0) / best if best > 0 else 0.0
     return kept + [_scaled(doc, factor) for doc in added]
+
+
+Top = Callable[[list[Document], int, Callable[[Document], bool]], list[Document]]
+"""A retriever's cut of a fused list: the best `n`, keeping only the documents `keep`
+allows among any it adds (hybrid search's graph neighbours)."""
+
+
+def ranked_asked_first(
+    fused: list[Document],
+    limit: int,
+    *,
+    top: Top,
+    carries: Callable[[Document], bool] | None,
+    named: Collection[str],
+) -> list[Document]:
+    """A fused list's best `limit`, the notes the query asks for first.
+
+    A carried tag's notes come before the others (`asked_first`), and the notes the query
+    names before all (`named_first`). The one order `MergedSemanticRetriever` gives and
+    `benchmarks/fusion_lovo.py` replays, so the replay cannot drift from the retriever.
+
+    Args:
+        fused: the fused list, best first.
+        limit: how many to return.
+        top: the retriever's cut (its hybrid stages, or each note's best chunk first).
+        carries: whether a document's note carries the query's carried tags (None: the
+            query has none).
+        named: the paths of the notes the query names (`named_notes`).
+    """
+    if carries is None:
+        found = top(fused, limit, lambda _doc: True)
+    else:
+
+        def untagged(doc: Document) -> bool:
+            return not carries(doc)
+
+        tagged = top([doc for doc in fused if carries(doc)], limit, carries)
+        others: list[Document] = []
+        if len(tagged) < limit:
+            others = top([doc for doc in fused if untagged(doc)], limit - len(tagged), untagged)
+        found = asked_first(tagged, others, limit)
+    return named_first(found, named)
 
 
 def named_notes(query: str, vault: Vault) -> frozenset[str]:

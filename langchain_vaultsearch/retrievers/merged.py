@@ -21,7 +21,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from langchain_vaultsearch.cancellation import SearchCancelled, raise_if_cancelled
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_expansion
 from langchain_vaultsearch.filters import note_matches
-from langchain_vaultsearch.fusion.asked_first import asked_first, named_first, named_notes
+from langchain_vaultsearch.fusion.asked_first import named_notes, ranked_asked_first
 from langchain_vaultsearch.fusion.hybrid import HybridStages, diverse_top, top_k_for
 from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, coverage_terms, fuse
 from langchain_vaultsearch.fusion.typos import corrected_query
@@ -226,38 +226,34 @@ class MergedSemanticRetriever(VaultRetriever):
             depth=limit,
             note_scores=True,
         )
-        if not tags:
-            found = self._top(fused, query, limit)
-        else:
-            vault = self.semantic_index.vault
+        vault = self.semantic_index.vault
 
-            def carries(doc: Document) -> bool:
-                return note_matches(vault.get(_path(doc)), tags, None)
+        def carries(doc: Document) -> bool:
+            return note_matches(vault.get(_path(doc)), tags, None)
 
-            # Hybrid stages may bring in graph neighbours: each list keeps its own notes.
-            tagged = self._top([d for d in fused if carries(d)], query, limit, keep=carries)
-            others: list[Document] = []
-            if len(tagged) < limit:
-                untagged = [d for d in fused if not carries(d)]
-                others = self._top(
-                    untagged, query, limit - len(tagged), keep=lambda d: not carries(d)
-                )
-            found = asked_first(tagged, others, limit)
-        found = named_first(found, named_notes(query, self.semantic_index.vault))
+        def top(docs: list[Document], n: int, keep: Callable[[Document], bool]) -> list[Document]:
+            return self._top(docs, query, n, keep)
+
+        found = ranked_asked_first(
+            fused,
+            limit,
+            top=top,
+            carries=carries if tags else None,
+            named=named_notes(query, vault),
+        )
         return with_index_progress(found, self.semantic_index.progress)
 
     def _top(
-        self,
-        fused: list[Document],
-        query: str,
-        limit: int,
-        keep: Callable[[Document], bool] | None = None,
+        self, fused: list[Document], query: str, limit: int, keep: Callable[[Document], bool]
     ) -> list[Document]:
-        """The best `limit` of a fused list: the hybrid stages, else each note's best first."""
+        """The best `limit` of a fused list: the hybrid stages, else each note's best first.
+
+        Hybrid stages may bring in graph neighbours: `keep` says which of them a list takes.
+        """
         if self.stages is None:
             return diverse_top(fused, limit) if self.diverse_notes else fused[:limit]
         found = self.stages.apply(fused, query, self.semantic_index.vault, top_n=limit)
-        return found if keep is None else [doc for doc in found if keep(doc)]
+        return [doc for doc in found if keep(doc)]
 
     def _carried_tags(self, query: str, salient_terms: Sequence[str] | None) -> frozenset[str]:
         """The query's `#tags` some note carries: their notes come first, merged scores rank.
