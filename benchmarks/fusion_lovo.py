@@ -365,8 +365,8 @@ def calibrated_default(setting: DefaultSetting) -> System:
     """The default path replayed from the stored lists, with the setting's constants.
 
     As `RetrieverFactory` runs it for these queries (k 30, `diverse_notes`, no hybrid
-    stages, `calibrated` fusion): a query the factory did not send to merged search (a
-    period goes to lexical search) keeps the real answer; the others are fused as
+    stages, `calibrated` fusion): a query the factory did not send to merged search keeps
+    the real answer; the others are fused as
     `MergedSemanticRetriever._fuse` fuses them (the whole pool, the searched words' terms
     and their rarity, min-max over the best k), each note's best chunk first
     (`diverse_top`), the notes carrying the query's carried tags before the others and

@@ -213,7 +213,7 @@ def _add_vault_arguments(parser: argparse.ArgumentParser) -> None:
             "--mode",
             choices=SEARCH_MODES,
             default="auto",
-            help="auto (merged when the vault has a vector index, lexical for time queries),"
+            help="auto (merged when the vault has a vector index, else lexical),"
             " lexical, semantic, merged or hybrid",
         )
 

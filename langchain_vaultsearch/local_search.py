@@ -5,16 +5,18 @@ The orchestration layer of the original's `localSearch` tool, over LangChain ret
 1. `FilterRetriever` always runs: the `[[notes]]` the question names, its `#tags`, or the
    notes of its time range. Its documents are never cut.
 2. The main retriever (any `BaseRetriever`; by default a `RetrieverFactory` over the
-   same `Vault`, merged search when it has a vector index) runs only without a time range,
-   since
-   "what did I do last week" is answered by last week's notes, not by ranking words like
-   "did". A question with a carried `#tag` runs the search its plan names: merged search
-   when the main retriever has a vector index, else lexical search (also beside a
-   retriever of the user's, which need not know tags). The filter's tagged notes are then
-   ranked as the search ranked them (`tag_matches_in_search_order`): newest first, as the
-   filter returns them, the notes that answer could fall outside the 30 the context shows
-   with their text (judged: 0.538 to 0.886 nDCG@10 on 28 carried-tag questions,
-   `fusion/asked_first.py`).
+   same `Vault`, merged search when it has a vector index) runs unless the caller gave a
+   time range (`time_range`, as an LLM's tool call does): then, as in the original, that
+   period's notes answer alone. A period read from the question's words is a guess ("push
+   a task I could not do today onto tomorrow" names no period of notes; answered by the
+   filter alone it got the notes edited today), so the search runs too. A question with a
+   carried `#tag` runs the search its plan names: merged search when the main retriever
+   has a vector index, else lexical search (also beside a retriever of the user's, which
+   need not know tags). The filter's tagged notes and the notes of a period read from the
+   question are then ranked as the search ranked them (`filter_matches_in_search_order`):
+   newest first, as the filter returns them, the notes that answer could fall outside the
+   30 the context shows with their text (judged: 0.538 to 0.886 nDCG@10 on 28 carried-tag
+   questions, `fusion/asked_first.py`).
 3. Search documents of notes a filter document already covers are dropped
    (`merge_filter_and_search_results`), then the search documents are cut to one chunk per
    note (the best scored): the context shows more notes instead of more chunks of one.
@@ -48,7 +50,7 @@ from langchain_vaultsearch.context.builder import (
 )
 from langchain_vaultsearch.documents import document_score
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
-from langchain_vaultsearch.fusion.asked_first import tag_matches_in_search_order
+from langchain_vaultsearch.fusion.asked_first import filter_matches_in_search_order
 from langchain_vaultsearch.fusion.merge import merge_filter_and_search_results
 from langchain_vaultsearch.limits import DEFAULT_K, result_limit
 from langchain_vaultsearch.query_plan import Available, QueryPlan, plan_query
@@ -141,8 +143,9 @@ def local_search(
             lexical (no vector index, or a retriever of your own); by default the lexical
             side of `retriever`, or one made over the shared vault.
         time_range: a `TimeRange`, or an expression such as "last week", instead of the
-            period the question names; with a period, only the filter runs.
-        read_period: read the period from the question when `time_range` is None.
+            period the question names; only the filter answers it.
+        read_period: read the period from the question when `time_range` is None: its
+            notes come first, ranked by the search, and the search fills the rest.
         salient_terms: the question's salient terms (e.g. from an LLM tool call); terms
             starting with `#` are the tag filters, and a lexical retriever ranks with
             them.
@@ -276,8 +279,7 @@ class _Run:
 
     def result(self, found: FilterResult, searched: Sequence[Document]) -> LocalSearchResult:
         filtered = found.documents
-        if self.plan.tags:
-            filtered = tag_matches_in_search_order(filtered, searched)
+        filtered = filter_matches_in_search_order(filtered, searched)
         merged = merge_filter_and_search_results(filtered, searched)
         filter_docs = [_marked(doc, is_filter=True) for doc in merged.filter_results]
         search_docs = [

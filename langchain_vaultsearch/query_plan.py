@@ -15,17 +15,24 @@ plan_query(query, k, time_range, mode, available)
 
 Routing, in order (the first rule that applies):
 
-1. `filter-only`: the caller runs the filter (`local_search`) and the query has a period:
-   "what did I do last week" is answered by last week's notes, not by ranking "did".
+1. `filter-only`: the caller runs the filter (`local_search`) and was given a period
+   (`time_range`, an LLM tool call's `timeRange`, `--time`): the notes of that period
+   answer, as in the original.
 2. the mode asked for, when it is not `auto`;
-3. `lexical`: the query has a period (a filter, not a meaning to embed), or a tag some
-   note carries and there is no vector index. With one, a carried tag puts its notes
+3. `lexical`: a period given to a caller that does not filter, or a tag some note
+   carries and there is no vector index. With one, a carried tag puts its notes
    first in the merged list (`merged` or `hybrid`), ranked by the merged score, and the
    other notes fill the places they leave. A `#tag` no note carries orders nothing: it
    stays a word of the query.
 4. `self-host`: a user's own retriever, while its health check passes;
 5. `hybrid` or `merged` when a vector index is there (`hybrid` when stages are set up);
 6. `lexical`.
+
+A period read from the query's words ("what did I change last week") routes nothing:
+`local_search` puts that period's notes first, ranked by the search, and the search fills
+the rest. Words are a guess at a period: "push a task I could not do today onto
+tomorrow" and "the 2008 crisis" name no period of notes, and answered by the filter alone
+they showed the notes edited today, or none.
 """
 
 from __future__ import annotations
@@ -87,13 +94,14 @@ class QueryPlan:
         tags: the tags it filters on, lowercased with `#` (the caller's `#` salient terms
             when there are any, else the tags typed in the query), those some note
             carries when the vault was asked.
-        time_range: the period: the one given, else the one the query names.
+        time_range: the period: the one given, else the one the query names (which
+            orders the filter's notes first but routes nothing).
         salient_terms: ranking terms a caller picked (e.g. an LLM tool call).
         k: the documents asked for.
         limit: `k`, or 100 when a tag or a period asks for "all of them".
         route: what runs (see the module's routing rules).
         reason: why, in a few words, for `--explain` and logs.
-        decided_by_query: the route follows from the query alone (a period, a tag or an
+        decided_by_query: the route follows from the query alone (a given period or an
             asked mode), whatever the vault has: a caller need not open a vector index
             to run it.
     """
@@ -136,10 +144,12 @@ def plan_query(
             by the filter alone when `filtering`).
         available: what the vault can search with.
         time_range: a period that replaces the one the query names (a `TimeRange` or an
-            expression such as "last week").
-        read_period: read a period from the query when none is given.
+            expression such as "last week"); a caller that filters answers it with the
+            filter alone.
+        read_period: read a period from the query when none is given (it orders the
+            filter's notes first; the search still runs).
         salient_terms: ranking terms a caller picked; `#` terms among them are the tags.
-        filtering: the caller runs the filter, so a period needs no search.
+        filtering: the caller runs the filter, so a given period needs no search.
         now: the current time, for reading relative periods.
 
     Raises:
@@ -151,15 +161,15 @@ def plan_query(
     if mode not in SEARCH_MODES:
         msg = f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}"
         raise ValueError(msg)
-    if time_range is not None:
-        period = resolve_time_range(time_range, now)
-    else:
-        period = find_time_expression(text, now) if read_period else None
+    given = resolve_time_range(time_range, now) if time_range is not None else None
+    period = given
+    if period is None and read_period:
+        period = find_time_expression(text, now)
     tags = tag_filters(text, salient_terms)
     if tags and available.tag_carried is not None:
         tags = tuple(tag for tag in tags if available.tag_carried(tag))
     route, reason, decided = _route(
-        mode, available, tags=bool(tags), period=period is not None, filtering=filtering
+        mode, available, tags=bool(tags), given_period=given is not None, filtering=filtering
     )
     return QueryPlan(
         query=text,
@@ -176,14 +186,14 @@ def plan_query(
 
 
 def _route(
-    mode: SearchMode, available: Available, *, tags: bool, period: bool, filtering: bool
+    mode: SearchMode, available: Available, *, tags: bool, given_period: bool, filtering: bool
 ) -> tuple[Route, str, bool]:
-    if period and filtering:
-        return "filter-only", "a period is answered by the notes of that period", True
+    if given_period and filtering:
+        return "filter-only", "a given period is answered by the notes of that period", True
     if mode != "auto":
         return mode, f"{mode} search was asked for", True
-    if period:
-        return "lexical", "a period is a filter", True
+    if given_period:
+        return "lexical", "a given period is a filter", True
     if tags:
         # The tagged notes are wanted first; with a vector index the merged score ranks
         # them (the retriever puts them first in its fused list: `fusion.asked_first`).

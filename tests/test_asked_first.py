@@ -10,9 +10,9 @@ from langchain_core.documents import Document
 
 from langchain_vaultsearch.fusion.asked_first import (
     asked_first,
+    filter_matches_in_search_order,
     named_first,
     named_notes,
-    tag_matches_in_search_order,
 )
 from langchain_vaultsearch.vault.vault import Vault
 from tests.conftest import write_vault
@@ -88,7 +88,7 @@ def test_tag_matches_follow_the_search_and_named_notes_keep_their_place() -> Non
         filtered("newest.md", "tag-match"),
     ]
     searched = [doc("new.md", 0.9), doc("x.md", 0.8), doc("newest.md", 0.7), doc("new.md", 0.1)]
-    ordered = tag_matches_in_search_order(named, searched)
+    ordered = filter_matches_in_search_order(named, searched)
     assert [d.metadata["path"] for d in ordered] == [
         "Named.md",
         "new.md",
@@ -97,7 +97,13 @@ def test_tag_matches_follow_the_search_and_named_notes_keep_their_place() -> Non
         "unranked.md",
     ]
     assert [d.metadata["path"] for d in named][1] == "old.md"  # input unchanged
-    assert tag_matches_in_search_order(named, []) == named
+    assert filter_matches_in_search_order(named, []) == named
+
+
+def test_a_periods_notes_follow_the_search_too() -> None:
+    found = [filtered("newest.md", "time-filtered"), filtered("answer.md", "time-filtered")]
+    ordered = filter_matches_in_search_order(found, [doc("answer.md", 0.9)])
+    assert [d.metadata["path"] for d in ordered] == ["answer.md", "newest.md"]
 
 
 def test_named_notes_lead_and_the_rest_keep_their_order_below() -> None:

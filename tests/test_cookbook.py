@@ -54,7 +54,7 @@ EXPECTED_OUTPUT = {
         "  semantic Engineering/PostgreSQL Indexing.md",
         "speed up slow database lookups -> merged",
         "#project/alpha decisions -> merged",
-        "what did I change last week? -> lexical",
+        "what did I change last week? -> merged",
         "<localSearch>",
     ],
     "03_filters_tags_time.ipynb": [

@@ -95,15 +95,22 @@ def test_every_front_gives_the_same_period_documents_and_context(dated_vault: Pa
             assert other == context, question
 
 
-def test_a_period_in_the_question_filters_on_every_front(dated_vault: Path) -> None:
+def test_a_period_in_the_question_puts_its_notes_first(dated_vault: Path) -> None:
     service = VaultSearch(dated_vault, watch=False)
     result = service.local_search("what did I change last week?")
     assert result.time_range is not None
     assert result.time_range.label == "last week"
-    assert not result.searched
-    assert {doc.metadata["path"] for doc in result.documents} == LAST_WEEK
+    # Read from the words, a period is a guess: its notes lead and the search still runs.
+    assert result.searched
+    assert {doc.metadata["path"] for doc in result.filter_documents} == LAST_WEEK
+    leading = result.documents[: len(LAST_WEEK)]
+    assert {doc.metadata["path"] for doc in leading} == LAST_WEEK
     tagged = service.local_search("#project notes from last week")
-    assert {doc.metadata["path"] for doc in tagged.documents} == {"Projects/Alpha/Deployment.md"}
-    # A period given outright replaces the one the question names.
+    assert [doc.metadata["path"] for doc in tagged.filter_documents] == [
+        "Projects/Alpha/Deployment.md"
+    ]
+    assert tagged.documents[0].metadata["path"] == "Projects/Alpha/Deployment.md"
+    # A period given outright replaces the one the question names, and filters alone.
     given = service.local_search("what did I change last week?", time_range="2020-01")
+    assert not given.searched
     assert given.documents == []

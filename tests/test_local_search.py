@@ -218,6 +218,32 @@ def test_time_range_outside_every_note_finds_nothing_and_runs_no_search(
     assert main.queries == []
 
 
+def test_a_period_read_from_the_words_leads_and_the_search_still_answers(
+    small_vault: Path,
+) -> None:
+    # The notes were written long ago: "today" and "tomorrow" name no period of notes
+    # here; answered by the filter alone, the question got nothing.
+    long_ago = datetime(2001, 5, 4).timestamp()
+    for note in small_vault.rglob("*.md"):
+        os.utime(note, (long_ago, long_ago))
+    question = "move the zeppelin review I could not do today onto tomorrow"
+    result = local_search(question, vault_path=str(small_vault))
+    assert result.time_range is not None
+    assert result.time_range.label == "today"
+    assert result.searched
+    assert result.filter_documents == []
+    assert "Meetings/Review.md" in paths(result.documents)[:3]
+    # When the period holds notes, they lead, ranked by the search.
+    an_hour_ago = time.time() - 3600
+    os.utime(small_vault / "Meetings/Review.md", (an_hour_ago, an_hour_ago))
+    os.utime(small_vault / "Notes/Gardening.md", None)  # the newer: the filter's first
+    result = local_search(question, vault_path=str(small_vault))
+    assert paths(result.filter_documents) == ["Meetings/Review.md", "Notes/Gardening.md"]
+    assert paths(result.documents)[:2] == ["Meetings/Review.md", "Notes/Gardening.md"]
+    assert len(result.search_documents) >= 2
+    assert_marked(result)
+
+
 def test_time_range_label_reaches_the_context(small_vault: Path) -> None:
     result = local_search("what did I do?", vault_path=str(small_vault), time_range="today")
     assert result.build_context().text.startswith('<localSearch timeRange="today">')

@@ -40,11 +40,27 @@ def test_salient_tag_terms_win_over_typed_tags() -> None:
     assert not plan_query("C# and issue#3", now=NOW).tags
 
 
-def test_a_period_is_answered_by_the_filter_alone_when_the_caller_filters() -> None:
-    question = "what did I decide last week?"
-    assert plan_query(question, filtering=True, now=NOW).route == "filter-only"
-    assert plan_query(question, available=MERGED, now=NOW).route == "lexical"
-    assert plan_query(question, read_period=False, available=MERGED, now=NOW).route == "merged"
+def test_a_given_period_is_answered_by_the_filter_alone_when_the_caller_filters() -> None:
+    question = "what did I decide?"
+    given = plan_query(question, time_range="last week", filtering=True, now=NOW)
+    assert given.route == "filter-only"
+    assert not given.searches
+    assert plan_query(question, time_range="last week", available=MERGED, now=NOW).route == (
+        "lexical"
+    )
+
+
+def test_a_period_read_from_the_words_routes_nothing() -> None:
+    # Words are a guess at a period: this question names no period of notes.
+    question = "push a task I could not get to today onto tomorrow"
+    for filtering in (True, False):
+        plan = plan_query(question, available=MERGED, filtering=filtering, now=NOW)
+        assert plan.time_range is not None
+        assert plan.time_range.label == "today"
+        assert (plan.route, plan.decided_by_query, plan.limit) == ("merged", False, 100)
+        assert plan.searches
+    assert plan_query(question, filtering=True, now=NOW).route == "lexical"
+    assert plan_query(question, read_period=False, now=NOW).time_range is None
 
 
 def test_a_given_period_replaces_the_one_the_query_names() -> None:
@@ -58,9 +74,10 @@ def test_a_given_period_replaces_the_one_the_query_names() -> None:
 def test_an_asked_mode_wins_over_tags_but_not_over_the_filter() -> None:
     assert plan_query("#ops", mode="semantic", available=MERGED).route == "semantic"
     assert plan_query("#ops", available=MERGED).route == "merged"  # filtered, merged-ranked
-    assert (
-        plan_query("what happened last week", mode="merged", filtering=True, now=NOW).route
-        == "filter-only"
+    given = plan_query("what happened", mode="merged", time_range="last week", filtering=True)
+    assert given.route == "filter-only"
+    assert plan_query("what happened last week", mode="semantic", filtering=True).route == (
+        "semantic"
     )
 
 
@@ -73,7 +90,8 @@ def test_self_host_is_asked_only_when_the_plan_would_search() -> None:
 
     available = Available(semantic=True, self_host=healthy)
     assert plan_query("#ops", available=available).route == "merged"  # it cannot filter tags
-    assert plan_query("#ops last week", available=available, now=NOW).route == "lexical"
+    given = plan_query("what changed", available=available, time_range="last week", now=NOW)
+    assert given.route == "lexical"
     assert calls == []
     assert plan_query("what is auth", available=available).route == "self-host"
     assert calls == [1]

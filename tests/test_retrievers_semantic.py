@@ -214,7 +214,7 @@ def test_factory_chooses_merged_lexical_or_self_host(index: VaultIndex, vault_di
     factory = RetrieverFactory(semantic_index=index, k=5)
     assert str(factory.retriever_type) == "merged"
     assert factory.choose("#project/alpha deploys") == "merged"  # only tagged notes, merged
-    assert factory.choose("what did I write last week") == "lexical"
+    assert factory.choose("what did I write last week") == "merged"  # no filter here: words
     docs = factory.invoke("authentication")
     assert str(factory.retriever_type) == "merged"
     assert docs[0].metadata["path"] == OAUTH

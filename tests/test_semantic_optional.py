@@ -107,7 +107,8 @@ def test_lexical_mode_never_opens_the_vector_index(
     service = VaultSearch(vault_dir, watch=False)
     assert service.search("OAuth callback", mode="lexical", k=3)
     assert service.local_search("what about #project/alpha?", mode="lexical").documents
-    assert service.local_search("what did I write last week?").filter_result is not None
+    given = service.local_search("what did I write?", time_range="last week")
+    assert given.filter_result is not None
     assert opened == []
     assert service.search("OAuth callback", k=3)  # auto: merged, so now it opens
     assert len(opened) == 1

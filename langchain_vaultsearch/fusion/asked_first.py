@@ -1,9 +1,10 @@
 """The notes a query asks for come first; the rest of the list still answers it.
 
-A query asks for notes two ways: by name (`[[Note]]`) and by a `#tag` some note carries.
-Two places put them first: a retriever's list (`ranked_asked_first`: a carried tag's
-notes by `asked_first`, named notes by `named_first`), and the chain's filter documents,
-whose tag matches are ranked as the search ranked them (`tag_matches_in_search_order`).
+A query asks for notes three ways: by name (`[[Note]]`), by a `#tag` some note carries,
+and by a period its words name ("last week"). Two places put them first: a retriever's
+list (`ranked_asked_first`: a carried tag's notes by `asked_first`, named notes by
+`named_first`), and the chain's filter documents, whose tag and period matches are ranked
+as the search ranked them (`filter_matches_in_search_order`).
 
 `#go-weekly profiling` asks for the notes tagged `#go-weekly` first. When six notes carry
 the tag, a list cut to them leaves four of ten places empty, while the notes about
@@ -138,19 +139,24 @@ def named_first(docs: Sequence[Document], named: Collection[str]) -> list[Docume
     return [_scaled(doc, best / lead) for doc in found]
 
 
-def tag_matches_in_search_order(
+RANKED_FILTER_SOURCES = frozenset({"tag-match", "time-filtered"})
+"""The filter documents a search ranks: a tag's or a period's notes, not the named ones."""
+
+
+def filter_matches_in_search_order(
     filter_docs: Sequence[Document], search_docs: Sequence[Document]
 ) -> list[Document]:
-    """The filter's documents, its tag matches ranked as the search ranked their notes.
+    """The filter's documents, its tag and period matches ranked as the search ranked them.
 
-    The filter returns every tagged note (the most recent, when more match than its
-    limit allows), and the context shows the first 30 with their text: in the filter's
-    own order, most recent first, the tagged notes that answer the question could be
-    listed without it. Tag matches the search did not return follow in the filter's
-    order; other filter documents (the notes a question names) keep their places.
+    The filter returns every tagged note or every note of the period (the most recent,
+    when more match than its limit allows), and the context shows the first 30 with their
+    text: in the filter's own order, most recent first, the notes that answer the
+    question could be listed without it. Matches the search did not return follow in the
+    filter's order; other filter documents (the notes a question names) keep their places.
 
     Args:
-        filter_docs: `FilterRetriever` documents (`source` `tag-match` for tag matches).
+        filter_docs: `FilterRetriever` documents (`source` `tag-match` or `time-filtered`
+            for the matches ranked here).
         search_docs: the search's documents for the same question, best first.
 
     Returns:
@@ -159,7 +165,11 @@ def tag_matches_in_search_order(
     rank: dict[object, int] = {}
     for position, doc in enumerate(search_docs):
         rank.setdefault(doc.metadata.get("path"), position)
-    places = [i for i, doc in enumerate(filter_docs) if doc.metadata.get("source") == "tag-match"]
+    places = [
+        i
+        for i, doc in enumerate(filter_docs)
+        if doc.metadata.get("source") in RANKED_FILTER_SOURCES
+    ]
     ordered = sorted(
         places, key=lambda i: (rank.get(filter_docs[i].metadata.get("path"), len(rank)), i)
     )

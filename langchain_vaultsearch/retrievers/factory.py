@@ -4,8 +4,9 @@ The choice is the query plan's (`query_plan.plan_query`, the one place queries a
 as in the original, a self-hosted retriever of the user's when its health check passes,
 then merged lexical + semantic search when a vector index is given, then lexical search.
 A `#tag` some note carries puts its notes first, ranked by merged scores when there is a
-vector index (the other notes fill the places they leave); time queries ("last week") go
-lexical.
+vector index (the other notes fill the places they leave). A period in the query's words
+("last week") routes nothing: a retriever has no filter to answer it, and words are a
+guess at a period ("push a task I could not do today onto tomorrow").
 """
 
 from __future__ import annotations
