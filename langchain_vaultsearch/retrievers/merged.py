@@ -224,7 +224,6 @@ class MergedSemanticRetriever(VaultRetriever):
             query_terms=terms,
             term_weights=rarity,
             depth=limit,
-            note_scores=True,
         )
         vault = self.semantic_index.vault
 
