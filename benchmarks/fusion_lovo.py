@@ -46,7 +46,7 @@ over (vault, kind) cells. Sets that name the same vault folder are one vault.
 `--held-out QUERIES.json=VAULT` adds a set that is never tuned on (scored with the setting
 tuned on all the others). Each kind is also shown over every tuning vault's queries
 together (`kind_rows`), where one question moves a kind far less than a vault's cell of
-4-10. The last table gives each vault's gain over `merged-old` with a
+4-24. The last table gives each vault's gain over `merged-old` with a
 95% bootstrap interval over its queries (`metrics.mean_interval`): the bar's +0.03 is a
 mean over 50-84 queries, and the interval says how far another draw would move it.
 """
@@ -294,7 +294,7 @@ def systems() -> dict[str, System]:
                 method=method,
                 query_terms=terms,
                 depth=OURS_K,
-                note_scores=True,
+                note_scores=SHIPPED.note_scores,
             )
 
         return run
@@ -640,8 +640,8 @@ def gain_row(left_out: str, test: Sequence[Query]) -> list[str]:
 def kind_rows(queries: Sequence[Query]) -> tuple[list[str], list[list[str]]]:
     """Each kind over all the vaults' queries: the sides, the default path, its LOVO twin.
 
-    A (vault, kind) cell holds 4-10 queries, where one question moving by 0.05-0.1 moves the
-    cell by 0.01; pooled, a kind holds 16-84 and says whether a loss is the kind's or one
+    A (vault, kind) cell holds 4-24 queries, where one question moving by 0.05-0.1 moves the
+    cell by 0.01; pooled, a kind holds 16-56 and says whether a loss is the kind's or one
     question's. The better side is the better one pooled, so a kind lexical search wins on
     one vault and semantic search on another is held to the better of the two means.
     """

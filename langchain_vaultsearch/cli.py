@@ -220,14 +220,16 @@ def _add_vault_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_question_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "question", nargs="+", help="the question; [[notes]], #tags and periods are filters"
+        "question",
+        nargs="+",
+        help="the question; the notes of the [[notes]], #tags and periods it names come first",
     )
     _add_vault_arguments(parser)
     parser.add_argument(
         "--time",
         default=None,
-        help='the period to answer from, e.g. "last week" (default: the one the question'
-        " names, if any)",
+        help='answer only from the notes of this period, e.g. "last week" (a period the'
+        " question names only puts its notes first)",
     )
     parser.add_argument(
         "--k",

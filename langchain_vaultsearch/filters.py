@@ -21,7 +21,8 @@ Where this differs from the original FilterRetriever, on purpose:
 - With a time range, mentioned notes are still returned, and tags narrow the time
   matches ("#meeting last week"); the original returned only the time matches.
 - Tag and time matches are the most recent ones when more match than the limit allows,
-  instead of the first ones in vault order.
+  instead of the first ones in vault order; `local_search` puts the notes its search
+  ranked first, in the search's order, before they are cut to the limit.
 """
 
 from __future__ import annotations
@@ -243,7 +244,12 @@ class FilterRetriever(BaseModel):
     afind = _in_worker_thread(find)
 
     def run(
-        self, plan: QueryPlan, *, limit: int | None = None, now: datetime | None = None
+        self,
+        plan: QueryPlan,
+        *,
+        limit: int | None = None,
+        now: datetime | None = None,
+        first: Sequence[str] = (),
     ) -> FilterResult:
         """The notes a query's plan names: its mentions, then its tag or period matches.
 
@@ -254,6 +260,11 @@ class FilterRetriever(BaseModel):
             plan: the query's plan.
             limit: most documents, instead of `plan.limit`.
             now: the current time, for recency scores.
+            first: note paths, best first, whose tag and period matches lead in this
+                order (the rest follow in the filter's own); `local_search` passes the
+                notes its search ranked. They are ordered before the cut to the limit:
+                when "today" covers a freshly cloned vault, the 100 most recent notes
+                are any 100, and the ones that answer must not be cut.
         """
         max_docs = plan.limit if limit is None else limit
         current = _aware(now)
@@ -281,6 +292,9 @@ class FilterRetriever(BaseModel):
                 others = _time_matches(eligible, window, daily_window, current)
             else:
                 others = _tag_matches(eligible)
+            if first:
+                rank = {path: place for place, path in enumerate(dict.fromkeys(first))}
+                others.sort(key=lambda match: rank.get(match.info.path, len(rank)))
         covered = {match.info.path for match in matches}
         matches.extend(
             match

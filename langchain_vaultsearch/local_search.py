@@ -13,10 +13,11 @@ The orchestration layer of the original's `localSearch` tool, over LangChain ret
    carried `#tag` runs the search its plan names: merged search when the main retriever
    has a vector index, else lexical search (also beside a retriever of the user's, which
    need not know tags). The filter's tagged notes and the notes of a period read from the
-   question are then ranked as the search ranked them (`filter_matches_in_search_order`):
-   newest first, as the filter returns them, the notes that answer could fall outside the
-   30 the context shows with their text (judged: 0.538 to 0.886 nDCG@10 on 28 carried-tag
-   questions, `fusion/asked_first.py`).
+   question then come in the search's order, chosen before the filter cuts them to its
+   limit (`FilterRetriever.run`'s `first`, so the search runs first): newest first, as the
+   filter returned them, the notes that answer could fall outside the 30 the context
+   shows with their text, or outside the 100 the filter keeps (judged: 0.538 to 0.886
+   nDCG@10 on 28 carried-tag questions, `fusion/asked_first.py`).
 3. Search documents of notes a filter document already covers are dropped
    (`merge_filter_and_search_results`), then the search documents are cut to one chunk per
    note (the best scored): the context shows more notes instead of more chunks of one.
@@ -27,7 +28,8 @@ Every returned document carries `isFilterResult` and `matchType` (how a filter d
 matched; for a search document its `source`, e.g. `lexical`), so the context can split
 `<filterResults>` from `<searchResults>`.
 
-`alocal_search` runs the filter and the main retriever concurrently.
+`alocal_search` runs the filter and the main retriever concurrently (the search first when
+it orders a tag's or a period's notes).
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ from langchain_vaultsearch.context.builder import (
 )
 from langchain_vaultsearch.documents import document_score
 from langchain_vaultsearch.filters import FilterResult, FilterRetriever
-from langchain_vaultsearch.fusion.asked_first import filter_matches_in_search_order
 from langchain_vaultsearch.fusion.merge import merge_filter_and_search_results
 from langchain_vaultsearch.limits import DEFAULT_K, result_limit
 from langchain_vaultsearch.query_plan import Available, QueryPlan, plan_query
@@ -79,7 +80,7 @@ class LocalSearchResult:
         time_range: the time range searched, if any.
         limit: the cap that applied: `k`, or 100 for tag and time queries.
         searched: whether the main (or forced lexical) retriever ran; it does not with a
-            time range.
+            given time range.
     """
 
     documents: list[Document]
@@ -105,7 +106,11 @@ class LocalSearchResult:
             options: limits and wording of the context; defaults match the original.
         """
         label = self.time_range.label if self.time_range is not None else None
-        return build_local_search_context(self.documents, time_range_label=label, options=options)
+        # Beside a search (a period read from the question), the search's order stands.
+        order = False if self.searched else None
+        return build_local_search_context(
+            self.documents, time_range_label=label, options=options, time_order=order
+        )
 
 
 def local_search(
@@ -227,8 +232,15 @@ def run_plan(
     question is read once, and the plan that chose them is the plan that runs.
     """
     run = _Run.of(plan, retrievers)
-    found = run.filter_retriever.run(plan, now=now)
     searched: list[Document] = []
+    if run.retriever is not None and run.ranks_filter:
+        # The search's order picks the tag's or the period's notes the filter keeps.
+        searched = run.retriever.invoke(plan.query, config, **run.retriever_kwargs)
+        raise_if_cancelled()
+        return run.result(
+            run.filter_retriever.run(plan, now=now, first=run.first(searched)), searched
+        )
+    found = run.filter_retriever.run(plan, now=now)
     if run.retriever is not None:
         raise_if_cancelled()
         searched = run.retriever.invoke(plan.query, config, **run.retriever_kwargs)
@@ -242,13 +254,22 @@ async def arun_plan(
     now: datetime | None = None,
     config: RunnableConfig | None = None,
 ) -> LocalSearchResult:
-    """Async twin of `run_plan`: the filter and the main retriever run concurrently."""
+    """Async twin of `run_plan`: the filter and the main retriever run concurrently.
+
+    Unless the filter's tag or period matches are to follow the search's order: then the
+    search runs first, as the filter keeps the notes it ranked.
+    """
     run = _Run.of(plan, retrievers)
-    filtering = asyncio.to_thread(run.filter_retriever.run, plan, now=now)
     if run.retriever is None:
-        return run.result(await filtering, [])
+        return run.result(await asyncio.to_thread(run.filter_retriever.run, plan, now=now), [])
     searching = run.retriever.ainvoke(plan.query, config, **run.retriever_kwargs)
-    found, searched = await asyncio.gather(filtering, searching)
+    if run.ranks_filter:
+        searched = await searching
+        first = run.first(searched)
+        found = await asyncio.to_thread(run.filter_retriever.run, plan, now=now, first=first)
+    else:
+        filtering = asyncio.to_thread(run.filter_retriever.run, plan, now=now)
+        found, searched = await asyncio.gather(filtering, searching)
     return run.result(found, searched)
 
 
@@ -270,17 +291,30 @@ class _Run:
             # need not know tags), lexical search ranks them.
             lexical = bool(plan.tags) and plan.route == "lexical"
             chosen = retrievers.lexical_retriever if lexical else retrievers.retriever
+        # A tag asks for all its notes, ranked; a period read from the words is a guess,
+        # so the search is the one the words would get without it (its fusion is tuned
+        # at k), and only the filter keeps up to `plan.limit` of the period's notes.
+        wanted = plan.limit if plan.tags else plan.k
         kwargs: dict[str, Any] = {}
         if isinstance(chosen, VAULT_RETRIEVERS):
-            kwargs = {"k": plan.limit, "salient_terms": list(plan.salient_terms)}
+            kwargs = {"k": wanted, "salient_terms": list(plan.salient_terms)}
         elif isinstance(chosen, KeywordDocumentRetriever):
-            kwargs = {"k": plan.limit}
+            kwargs = {"k": wanted}
         return cls(plan, retrievers.filter_retriever, chosen, kwargs)
 
+    @property
+    def ranks_filter(self) -> bool:
+        """Whether the search orders the filter's matches (a tag's or a period's notes)."""
+        return self.retriever is not None and bool(self.plan.tags or self.plan.time_range)
+
+    def first(self, searched: Sequence[Document]) -> list[str]:
+        """The searched notes, best first, for the filter to put its matches in order."""
+        if not self.ranks_filter:
+            return []
+        return [str(doc.metadata.get("path")) for doc in searched]
+
     def result(self, found: FilterResult, searched: Sequence[Document]) -> LocalSearchResult:
-        filtered = found.documents
-        filtered = filter_matches_in_search_order(filtered, searched)
-        merged = merge_filter_and_search_results(filtered, searched)
+        merged = merge_filter_and_search_results(found.documents, searched)
         filter_docs = [_marked(doc, is_filter=True) for doc in merged.filter_results]
         search_docs = [
             _marked(doc, is_filter=False) for doc in _best_chunk_per_note(merged.search_results)
@@ -343,7 +377,7 @@ class SearchRetrievers(NamedTuple):
 
     Attributes:
         filter_retriever: the `[[mentions]]`, `#tags` and time-range filter.
-        retriever: the main retriever for questions without a time range.
+        retriever: the main retriever for questions without a given time range.
         lexical_retriever: the retriever of carried-tag questions planned lexical:
             `retriever` itself when it is a `TieredLexicalRetriever`, else its lexical
             side.

@@ -155,8 +155,10 @@ def create_mcp_server(
         """The context a chat model would answer a question from, as XML with sources.
 
         Args:
-            question: the question; the [[notes]], #tags and periods it names filter.
-            time_range: a period ("last week", "2024-03"), else the one the question names.
+            question: the question; the notes of the [[notes]], #tags and periods it
+                names come first, then the best chunks of the others.
+            time_range: answer only from the notes of this period ("last week",
+                "2024-03"); leave it out unless the question asks about a period.
             top_n: documents at most (1 to 100).
             mode: auto, lexical, semantic, merged or hybrid (default: the server's).
         """

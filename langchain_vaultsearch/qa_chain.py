@@ -11,8 +11,11 @@ exactly what the model was given.
 ```
 
 In the original, an agent model reads the period off the question and passes it to the
-`localSearch` tool. A plain chain makes no tool call, so the query plan reads it, as it
-does for every front: "what did I decide last week?" is answered from last week's notes.
+`localSearch` tool, which answers from that period's notes alone. A plain chain makes no
+tool call, so the query plan reads it, as it does for every front: "what did I decide
+last week?" gets last week's notes first and the search's after them, since words are a
+guess at a period ("move a task from today to tomorrow"). A `time_range` given in the
+input is answered from that period's notes alone.
 """
 
 from __future__ import annotations
@@ -159,7 +162,8 @@ def create_vault_context_chain(
     and reused by every question.
 
     Input: a question string, or a mapping with `question` and optionally `time_range`
-    (a `TimeRange` or an expression; it replaces the one found in the question) and
+    (a `TimeRange` or an expression; it replaces the one found in the question, and
+    that period's notes alone answer) and
     `salient_terms` (as for `local_search`). Other keys are ignored.
 
     Args:

@@ -19,11 +19,10 @@ Routing, in order (the first rule that applies):
    (`time_range`, an LLM tool call's `timeRange`, `--time`): the notes of that period
    answer, as in the original.
 2. the mode asked for, when it is not `auto`;
-3. `lexical`: a period given to a caller that does not filter, or a tag some note
-   carries and there is no vector index. With one, a carried tag puts its notes
-   first in the merged list (`merged` or `hybrid`), ranked by the merged score, and the
-   other notes fill the places they leave. A `#tag` no note carries orders nothing: it
-   stays a word of the query.
+3. `lexical`: a tag some note carries and there is no vector index. With one, a
+   carried tag puts its notes first in the merged list (`merged` or `hybrid`), ranked
+   by the merged score, and the other notes fill the places they leave. A `#tag` no
+   note carries orders nothing: it stays a word of the query.
 4. `self-host`: a user's own retriever, while its health check passes;
 5. `hybrid` or `merged` when a vector index is there (`hybrid` when stages are set up);
 6. `lexical`.
@@ -140,8 +139,8 @@ def plan_query(
     Args:
         query: the query (None reads as empty).
         k: documents asked for (1..100).
-        mode: `auto`, or the search a caller insists on (a period is still answered
-            by the filter alone when `filtering`).
+        mode: `auto`, or the search a caller insists on (a given period is still
+            answered by the filter alone when `filtering`).
         available: what the vault can search with.
         time_range: a period that replaces the one the query names (a `TimeRange` or an
             expression such as "last week"); a caller that filters answers it with the
@@ -192,8 +191,6 @@ def _route(
         return "filter-only", "a given period is answered by the notes of that period", True
     if mode != "auto":
         return mode, f"{mode} search was asked for", True
-    if given_period:
-        return "lexical", "a given period is a filter", True
     if tags:
         # The tagged notes are wanted first; with a vector index the merged score ranks
         # them (the retriever puts them first in its fused list: `fusion.asked_first`).

@@ -35,7 +35,12 @@ from langchain_vaultsearch.documents import note_document
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
 from langchain_vaultsearch.filters import FilterRetriever, note_matches
 from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K, RETURN_ALL_LIMIT
-from langchain_vaultsearch.local_search import LocalSearchResult, SearchRetrievers, run_plan
+from langchain_vaultsearch.local_search import (
+    LocalSearchResult,
+    SearchRetrievers,
+    plan_for,
+    run_plan,
+)
 from langchain_vaultsearch.qa_chain import create_vault_context_chain, create_vault_qa_chain
 from langchain_vaultsearch.query_plan import (
     SEARCH_MODES,
@@ -372,12 +377,16 @@ class VaultSearch:
             filtering=True,
         )
         retrievers = SearchRetrievers(self.filter, self._retriever_for(plan), self.lexical)
+        if not plan.decided_by_query:
+            # Planned before the vector index was opened, a carried tag's question read
+            # as lexical; the retriever chosen knows what it searches with.
+            plan = plan_for(question, retrievers, time_range=time_range, k=k)
         return run_plan(plan, retrievers)
 
     def _retriever_for(self, plan: QueryPlan) -> BaseRetriever:
         """The retriever of a plan's mode; lexical when the query alone routes `auto` there.
 
-        A tag, a period or an asked mode decides the route whatever the vault has, so
+        A given period or an asked mode decides the route whatever the vault has, so
         such a query never waits for the vector index (or its model) to open.
         """
         if plan.decided_by_query and plan.route in ("lexical", "filter-only"):

@@ -1,4 +1,4 @@
-"""The notes a query asks for lead: tagged and named notes, and the chain's tag matches."""
+"""The notes a query asks for lead: tagged and named notes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from langchain_core.documents import Document
 
 from langchain_vaultsearch.fusion.asked_first import (
     asked_first,
-    filter_matches_in_search_order,
     named_first,
     named_notes,
 )
@@ -73,37 +72,6 @@ def test_scores_descend_and_every_tagged_document_leads(
     assert [d.metadata["path"] for d in found if d.metadata["path"].startswith("o")] == [
         d.metadata["path"] for d in others[: len(found) - min(limit, len(tagged))]
     ]
-
-
-def filtered(path: str, source: str) -> Document:
-    return Document(page_content=path, metadata={"path": path, "source": source}, id=path)
-
-
-def test_tag_matches_follow_the_search_and_named_notes_keep_their_place() -> None:
-    named = [
-        filtered("Named.md", "title-match"),
-        filtered("old.md", "tag-match"),
-        filtered("new.md", "tag-match"),
-        filtered("unranked.md", "tag-match"),
-        filtered("newest.md", "tag-match"),
-    ]
-    searched = [doc("new.md", 0.9), doc("x.md", 0.8), doc("newest.md", 0.7), doc("new.md", 0.1)]
-    ordered = filter_matches_in_search_order(named, searched)
-    assert [d.metadata["path"] for d in ordered] == [
-        "Named.md",
-        "new.md",
-        "newest.md",
-        "old.md",  # not searched: the filter's order among these
-        "unranked.md",
-    ]
-    assert [d.metadata["path"] for d in named][1] == "old.md"  # input unchanged
-    assert filter_matches_in_search_order(named, []) == named
-
-
-def test_a_periods_notes_follow_the_search_too() -> None:
-    found = [filtered("newest.md", "time-filtered"), filtered("answer.md", "time-filtered")]
-    ordered = filter_matches_in_search_order(found, [doc("answer.md", 0.9)])
-    assert [d.metadata["path"] for d in ordered] == ["answer.md", "newest.md"]
 
 
 def test_named_notes_lead_and_the_rest_keep_their_order_below() -> None:

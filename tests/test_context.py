@@ -237,6 +237,23 @@ def test_time_matches_are_ordered_newest_first() -> None:
     assert ids(parse(result.text)) == [1, 2, 3, 4]
 
 
+def test_beside_a_search_a_periods_notes_keep_the_given_order() -> None:
+    # A period read from the question: the search ran, and its order stands.
+    old_best = search_doc(9, score=0.99, source="lexical", mtime=JAN_15 - 90 * 86_400_000)
+    docs = [
+        filter_doc(1, source="time-filtered", mtime=JAN_15 - 86_400_000),
+        filter_doc(2, source="time-filtered", mtime=JAN_15),
+        old_best,
+        *[search_doc(n, source="lexical", mtime=JAN_15) for n in range(10, 40)],
+    ]
+    result = build_local_search_context(docs, time_range_label="today", time_order=False)
+    assert [s.title for s in result.sources[:3]] == ["f1", "f2", "n9"]
+    assert result.sources[2].id == 3
+    newest_first = build_local_search_context(docs, time_range_label="today")
+    assert newest_first.sources[-1].title == "n9"
+    assert newest_first.sources[-1].id is None  # the search's best hit, only listed
+
+
 # --- overflow: additionalMatches ----------------------------------------------------------
 
 

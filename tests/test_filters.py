@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from langchain_vaultsearch import FilterRetriever, TieredLexicalRetriever, TimeRange, Vault
 from langchain_vaultsearch.filters import recency_score
+from langchain_vaultsearch.query_plan import plan_query
 from langchain_vaultsearch.time_ranges import parse_time_expression
 from tests.conftest import NOTES, write_vault
 
@@ -236,6 +237,30 @@ def test_tag_limit_keeps_the_most_recent(tmp_path: Path) -> None:
     assert paths(result.documents) == ["d09.md", "d08.md", "d07.md"]
     assert result.matched == 10
     assert result.truncated
+
+
+def test_the_searched_notes_lead_and_survive_the_limit(tmp_path: Path) -> None:
+    # local_search hands the filter its search's notes: those lead, in the search's
+    # order, before the cut to the limit; a named note stays first.
+    notes = {f"d{i:02d}.md": f"entry {i} #daily" for i in range(10)}
+    notes["Named.md"] = "the named one #daily"
+    mtimes = {f"d{i:02d}.md": LONG_AGO + timedelta(days=i) for i in range(10)}
+    mtimes["Named.md"] = LONG_AGO
+    dated_vault(tmp_path, notes, mtimes)
+    retriever = FilterRetriever(vault_path=str(tmp_path))
+    plan = plan_query("[[Named]] #daily", k=4)
+    found = retriever.run(plan, limit=4, first=["x.md", "d01.md", "d05.md", "d01.md"])
+    assert paths(found.documents) == ["Named.md", "d01.md", "d05.md", "d09.md"]
+    assert paths(retriever.run(plan, limit=4).documents) == [
+        "Named.md",
+        "d09.md",
+        "d08.md",
+        "d07.md",
+    ]
+    june = parse_time_expression("2001-06")
+    timed = plan_query("entry", k=3, time_range=june, filtering=True)
+    in_january = retriever.run(timed, limit=3, first=["d02.md"])
+    assert paths(in_january.documents)[0] == "d02.md"
 
 
 def test_per_call_limit_up_to_100(tmp_path: Path) -> None:

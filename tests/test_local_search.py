@@ -244,6 +244,27 @@ def test_a_period_read_from_the_words_leads_and_the_search_still_answers(
     assert_marked(result)
 
 
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_the_note_that_answers_survives_a_period_holding_more_than_the_limit(
+    tmp_path: Path, run: str
+) -> None:
+    # A fresh clone: every note was written today, more of them than the filter keeps.
+    notes = {f"Docs/Page {i:03d}.md": f"# Page {i}\n\nSettings page {i}.\n" for i in range(120)}
+    vault = write_vault(tmp_path / "vault", notes)
+    start_of_today = datetime.now().astimezone().replace(hour=0, minute=0, second=1)
+    answer = vault / "Docs/Page 000.md"  # the oldest of today: the filter's last
+    os.utime(answer, (start_of_today.timestamp(), start_of_today.timestamp()))
+    main = ScriptedRetriever(documents=[search_doc("Docs/Page 000.md", 0.9)])
+    question = "how do I move a task from today to tomorrow"
+    kwargs: dict[str, Any] = {"vault_path": str(vault), "retriever": main}
+    if run == "sync":
+        result = local_search(question, **kwargs)
+    else:
+        result = asyncio.run(alocal_search(question, **kwargs))
+    assert len(result.filter_documents) == 100
+    assert paths(result.documents)[0] == "Docs/Page 000.md"
+
+
 def test_time_range_label_reaches_the_context(small_vault: Path) -> None:
     result = local_search("what did I do?", vault_path=str(small_vault), time_range="today")
     assert result.build_context().text.startswith('<localSearch timeRange="today">')

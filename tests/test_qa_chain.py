@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import operator
+import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from datetime import date
+from datetime import date, datetime
 from functools import reduce
 from pathlib import Path
 from typing import Any, TypedDict
@@ -148,8 +149,11 @@ def test_a_time_expression_in_the_question_is_the_time_range(
 ) -> None:
     main = ScriptedRetriever(documents=[search_doc("Notes/Gardening.md", 0.9)])
     chain = create_vault_qa_chain(vault_path=str(vault), llm=llm, retriever=main)
-    # Every note of the fixture was written today. Read from the words, the period puts
-    # its notes first, ranked by the search, which still runs.
+    # Every note of the fixture was written today, Gardening first of all: newest first,
+    # it would come last. Read from the words, the period puts its notes first, ranked
+    # by the search, which still runs, and the model sees them in that order.
+    early = datetime.now().astimezone().replace(hour=0, minute=0, second=1).timestamp()
+    os.utime(vault / "Notes/Gardening.md", (early, early))
     question = "What did I write about the zeppelin today?"
     result = chain.invoke({"question": question})
     assert main.queries == [question]

@@ -45,8 +45,9 @@ def test_a_given_period_is_answered_by_the_filter_alone_when_the_caller_filters(
     given = plan_query(question, time_range="last week", filtering=True, now=NOW)
     assert given.route == "filter-only"
     assert not given.searches
+    # A caller that does not filter has nothing to answer a period with: words as any.
     assert plan_query(question, time_range="last week", available=MERGED, now=NOW).route == (
-        "lexical"
+        "merged"
     )
 
 
@@ -90,8 +91,10 @@ def test_self_host_is_asked_only_when_the_plan_would_search() -> None:
 
     available = Available(semantic=True, self_host=healthy)
     assert plan_query("#ops", available=available).route == "merged"  # it cannot filter tags
-    given = plan_query("what changed", available=available, time_range="last week", now=NOW)
-    assert given.route == "lexical"
+    given = plan_query(
+        "what changed", available=available, time_range="last week", filtering=True, now=NOW
+    )
+    assert given.route == "filter-only"
     assert calls == []
     assert plan_query("what is auth", available=available).route == "self-host"
     assert calls == [1]

@@ -121,9 +121,14 @@ def test_a_question_about_a_tag_no_note_carries_is_searched_not_filtered(vault_d
     assert about.filter_result.tags == ()
     assert about.limit == 30
     assert service.factory.choose("how do #nested tags work?") == "merged"
+    service.index()  # the vectors of every note written, so the semantic side answers
     tagged = service.local_search("what is planned in #project/alpha")
     assert tagged.filter_result.tags == ("#project/alpha",)
     assert tagged.limit == 100
+    # With a vector index, merged search ranks a carried tag's question on every front
+    # (the CLI's `context` and the MCP tool come through here).
+    assert tagged.search_documents
+    assert all("fusion" in doc.metadata["explanation"] for doc in tagged.search_documents)
     assert service.factory.choose("#project/alpha plans") == "merged"  # filtered, then ranked
     # A tag added to a note is a filter from the next question on.
     (vault_dir / "Piano" / "Lesson 1.md").write_text("# Lesson 1\n\nScales. #nested\n")

@@ -176,6 +176,7 @@ def build_local_search_context(
     *,
     time_range_label: str | None = None,
     options: ContextOptions | None = None,
+    time_order: bool | None = None,
 ) -> LocalSearchContext:
     """The `<localSearch>` context for `documents`, with the sources it shows.
 
@@ -186,13 +187,20 @@ def build_local_search_context(
         documents: search results in rank order.
         time_range_label: the user's time expression, shown as `timeRange`.
         options: limits and wording; defaults match the original.
+        time_order: show the documents newest first; None: when any is a time match,
+            as the original, where a period is answered by the filter alone.
+            `local_search` says False when a search ran beside the filter (a period
+            read from the question): its order stands, or the search's best hit could
+            be only listed.
 
     Raises:
         TypeError: an item of `documents` is not a `Document`.
     """
     options = options or ContextOptions()
     entries = [entry for doc in documents if (entry := _entry(doc)) is not None]
-    full, listed = _tiers(entries, options)
+    if time_order is None:
+        time_order = any(entry.source == "time-filtered" for entry in entries)
+    full, listed = _tiers(entries, options, time_order=time_order)
     layout = _Layout(full, listed, time_range_label, options)
     escaped = [xml_text(entry.text) for entry in full]
     text = layout.render(escaped, [False] * len(full))
@@ -262,17 +270,16 @@ def _entry(doc: Document) -> _Entry | None:
     )
 
 
-def _tiers(entries: list[_Entry], options: ContextOptions) -> tuple[list[_Entry], list[_Entry]]:
+def _tiers(
+    entries: list[_Entry], options: ContextOptions, *, time_order: bool
+) -> tuple[list[_Entry], list[_Entry]]:
     """Split into documents shown with text and documents only listed.
 
     Filter results come first so search hits can never push a guaranteed note into the
-    listing; a result with time matches is ordered newest first instead, since "what
-    did I do last week" reads best in time order.
+    listing; with `time_order` (a period answered by the filter alone) they are ordered
+    newest first instead, since "what did I do last week" reads best in time order.
     """
-    if any(entry.source == "time-filtered" for entry in entries):
-        ordered = sorted(entries, key=_newest_first)
-    else:
-        ordered = _filters_first(entries)
+    ordered = sorted(entries, key=_newest_first) if time_order else _filters_first(entries)
     if (
         options.read_note_tool is not None
         and entries

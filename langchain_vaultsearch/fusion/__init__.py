@@ -4,7 +4,7 @@
   without the search's chunks of notes the filter already returned;
 - `fuse` (`scores.py`): lexical and semantic rankings into one (`calibrated`, the
   original's `blend`, or `rrf`), as `MergedSemanticRetriever` runs it;
-- `ranked_asked_first`, `named_first`, `filter_matches_in_search_order` (`asked_first.py`):
+- `ranked_asked_first`, `named_first` (`asked_first.py`):
   the notes a query asks for first (a carried `#tag`'s, `[[named]]` ones), the other
   notes in the places they leave;
 - `HybridStages` (`hybrid.py`): graph neighbours, recency tiers and a reranker after fusion

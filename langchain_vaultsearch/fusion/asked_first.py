@@ -1,10 +1,10 @@
 """The notes a query asks for come first; the rest of the list still answers it.
 
-A query asks for notes three ways: by name (`[[Note]]`), by a `#tag` some note carries,
-and by a period its words name ("last week"). Two places put them first: a retriever's
-list (`ranked_asked_first`: a carried tag's notes by `asked_first`, named notes by
-`named_first`), and the chain's filter documents, whose tag and period matches are ranked
-as the search ranked them (`filter_matches_in_search_order`).
+A query asks for notes two ways a retriever can honour: by name (`[[Note]]`) and by a
+`#tag` some note carries. A retriever's list puts them first (`ranked_asked_first`: a
+carried tag's notes by `asked_first`, named notes by `named_first`); the chain's filter
+puts them (and a period's notes) before the search's, in the search's order
+(`FilterRetriever.run`'s `first`).
 
 `#go-weekly profiling` asks for the notes tagged `#go-weekly` first. When six notes carry
 the tag, a list cut to them leaves four of ten places empty, while the notes about
@@ -137,46 +137,6 @@ def named_first(docs: Sequence[Document], named: Collection[str]) -> list[Docume
     if not 0 < lead < best:
         return found
     return [_scaled(doc, best / lead) for doc in found]
-
-
-RANKED_FILTER_SOURCES = frozenset({"tag-match", "time-filtered"})
-"""The filter documents a search ranks: a tag's or a period's notes, not the named ones."""
-
-
-def filter_matches_in_search_order(
-    filter_docs: Sequence[Document], search_docs: Sequence[Document]
-) -> list[Document]:
-    """The filter's documents, its tag and period matches ranked as the search ranked them.
-
-    The filter returns every tagged note or every note of the period (the most recent,
-    when more match than its limit allows), and the context shows the first 30 with their
-    text: in the filter's own order, most recent first, the notes that answer the
-    question could be listed without it. Matches the search did not return follow in the
-    filter's order; other filter documents (the notes a question names) keep their places.
-
-    Args:
-        filter_docs: `FilterRetriever` documents (`source` `tag-match` or `time-filtered`
-            for the matches ranked here).
-        search_docs: the search's documents for the same question, best first.
-
-    Returns:
-        A new list of the same documents.
-    """
-    rank: dict[object, int] = {}
-    for position, doc in enumerate(search_docs):
-        rank.setdefault(doc.metadata.get("path"), position)
-    places = [
-        i
-        for i, doc in enumerate(filter_docs)
-        if doc.metadata.get("source") in RANKED_FILTER_SOURCES
-    ]
-    ordered = sorted(
-        places, key=lambda i: (rank.get(filter_docs[i].metadata.get("path"), len(rank)), i)
-    )
-    result = list(filter_docs)
-    for place, source in zip(places, ordered, strict=True):
-        result[place] = filter_docs[source]
-    return result
 
 
 def _scaled(doc: Document, factor: float) -> Document:

@@ -216,7 +216,7 @@ class RetrieverFactory(VaultRetriever):
             kwargs = _kwargs(wanted, salient_terms)
             return _Routed(self._merged, kwargs, wanted, None, names_first=False)
         if self._stages is not None:
-            # Hybrid without vectors (tags, periods, no index): the stages over lexical.
+            # Hybrid without a vector index: the stages over lexical search.
             pool = _kwargs(top_k_for(wanted), salient_terms)
             return _Routed(self._lexical, pool, wanted, self._stages, names_first=True)
         return _Routed(
