@@ -307,10 +307,9 @@ class _Run:
         """Whether the search orders the filter's matches (a tag's or a period's notes)."""
         return self.retriever is not None and bool(self.plan.tags or self.plan.time_range)
 
-    def first(self, searched: Sequence[Document]) -> list[str]:
+    @staticmethod
+    def first(searched: Sequence[Document]) -> list[str]:
         """The searched notes, best first, for the filter to put its matches in order."""
-        if not self.ranks_filter:
-            return []
         return [str(doc.metadata.get("path")) for doc in searched]
 
     def result(self, found: FilterResult, searched: Sequence[Document]) -> LocalSearchResult:
