@@ -372,11 +372,9 @@ def calibrated_default(setting: DefaultSetting) -> System:
     stages, `calibrated` fusion): a query the factory did not send to merged search keeps
     the real answer; the others are fused as
     `MergedSemanticRetriever._fuse` fuses them (the whole pool, the searched words' terms
-    and their rarity, min-max over the best k), each note's best chunk first
-    (`diverse_top`), the notes carrying the query's carried tags before the others and
-    the notes it names before all (`ranked_asked_first`, the retriever's own). With
-    `SHIPPED` the
-    lists must be the real ones: `main` checks it before trusting any other setting.
+    and their rarity, min-max over the best k) and shown as it shows them
+    (`default_order`). With `SHIPPED` the lists must be the real ones: `main` checks it
+    before trusting any other setting.
     """
     weights = FusionWeights(coverage_floor=setting.coverage_floor)
 
@@ -394,19 +392,29 @@ def calibrated_default(setting: DefaultSetting) -> System:
             depth=setting.depth,
             note_scores=setting.note_scores,
         )
-
-        def carries(doc: Document) -> bool:
-            return _path(doc) in q.tagged
-
-        return ranked_asked_first(
-            fused,
-            OURS_K,
-            top=lambda docs, n, _keep: diverse_top(docs, n),  # no hybrid stages here
-            carries=carries if q.tags else None,
-            named=q.named,
-        )
+        return default_order(q, fused)
 
     return run
+
+
+def default_order(q: Query, fused: list[Document]) -> list[Document]:
+    """A fused list shown as the default path shows it (`calibrated_default`'s last step).
+
+    Each note's best chunk first (`diverse_top`; no hybrid stages here), the notes carrying
+    the query's carried tags before the others and the notes it names before all
+    (`ranked_asked_first`, the retriever's own).
+    """
+
+    def carries(doc: Document) -> bool:
+        return _path(doc) in q.tagged
+
+    return ranked_asked_first(
+        fused,
+        OURS_K,
+        top=lambda docs, n, _keep: diverse_top(docs, n),
+        carries=carries if q.tags else None,
+        named=q.named,
+    )
 
 
 def check_replay(queries: Sequence[Query], label: str) -> bool:
