@@ -9,7 +9,7 @@ lists `fusion_lovo.collect` stores:
 
 - **headroom**: for each query sent to merged search, the default path's fusion with the
   lexical weight fixed at each of `WEIGHTS` (the semantic side at 1, no coverage) and shown
-  as the default path shows it (`fusion_lovo.default_order`). `oracle` keeps, per query,
+  as the default path shows it (`fusion_lovo.replayed`). `oracle` keeps, per query,
   the best of them: no per-query weighting of these two lists can score more. `one weight`
   is the single weight best on the other vaults, for every query.
 - **learned**: per vault left out, one ridge regression per weight, fitted on the other
@@ -48,8 +48,8 @@ from benchmarks.fusion_lovo import (
     System,
     _path,
     collect,
-    default_order,
     ndcg,
+    replayed,
 )
 from benchmarks.semantic_quality import OURS_K, default_embeddings
 from langchain_vaultsearch.documents import document_score, lexical_matches
@@ -57,7 +57,6 @@ from langchain_vaultsearch.fusion.scores import (
     COVERAGE_HITS,
     FusionWeights,
     coverage_terms,
-    fuse,
     lexical_coverage,
 )
 from langchain_vaultsearch.fusion.typos import covers
@@ -77,17 +76,7 @@ def fixed_weight(lexical: float) -> System:
     weights = FusionWeights(lexical=lexical)
 
     def run(q: Query) -> list[Document]:
-        if q.route != "merged":
-            return q.default
-        fused = fuse(
-            q.lexical,
-            q.semantic_corrected,
-            limit=max(len(q.lexical) + len(q.semantic_corrected), 1),
-            weights=weights,
-            depth=OURS_K,
-            note_scores=SHIPPED.note_scores,
-        )
-        return default_order(q, fused)
+        return replayed(q, weights=weights, depth=OURS_K, note_scores=SHIPPED.note_scores)
 
     return run
 

@@ -369,22 +369,16 @@ def calibrated_default(setting: DefaultSetting) -> System:
     """The default path replayed from the stored lists, with the setting's constants.
 
     As `RetrieverFactory` runs it for these queries (k 30, `diverse_notes`, no hybrid
-    stages, `calibrated` fusion): a query the factory did not send to merged search keeps
-    the real answer; the others are fused as
-    `MergedSemanticRetriever._fuse` fuses them (the whole pool, the searched words' terms
-    and their rarity, min-max over the best k) and shown as it shows them
-    (`default_order`). With `SHIPPED` the lists must be the real ones: `main` checks it
-    before trusting any other setting.
+    stages, `calibrated` fusion; `replayed`), fused as `MergedSemanticRetriever._fuse`
+    fuses them (the searched words' terms and their rarity, min-max over the best k).
+    With `SHIPPED` the lists must be the real ones: `main` checks it before trusting any
+    other setting.
     """
     weights = FusionWeights(coverage_floor=setting.coverage_floor)
 
     def run(q: Query) -> list[Document]:
-        if q.route != "merged":
-            return q.default
-        fused = fuse(
-            q.lexical,
-            q.semantic_corrected,
-            limit=max(len(q.lexical) + len(q.semantic_corrected), 1),
+        return replayed(
+            q,
             method="calibrated",
             weights=weights,
             query_terms=q.terms,
@@ -392,18 +386,27 @@ def calibrated_default(setting: DefaultSetting) -> System:
             depth=setting.depth,
             note_scores=setting.note_scores,
         )
-        return default_order(q, fused)
 
     return run
 
 
-def default_order(q: Query, fused: list[Document]) -> list[Document]:
-    """A fused list shown as the default path shows it (`calibrated_default`'s last step).
+def replayed(q: Query, **fusion: Any) -> list[Document]:  # noqa: ANN401 - `fuse`'s keywords
+    """The default path's answer with its fusion replaced by `fuse(..., **fusion)`.
 
-    Each note's best chunk first (`diverse_top`; no hybrid stages here), the notes carrying
-    the query's carried tags before the others and the notes it names before all
+    A query the factory did not send to merged search keeps the real answer. The others
+    fuse the whole pool of both lists and show it as the default path does: each note's
+    best chunk first (`diverse_top`; no hybrid stages here), the notes carrying the query's
+    carried tags before the others and the notes it names before all
     (`ranked_asked_first`, the retriever's own).
     """
+    if q.route != "merged":
+        return q.default
+    fused = fuse(
+        q.lexical,
+        q.semantic_corrected,
+        limit=max(len(q.lexical) + len(q.semantic_corrected), 1),
+        **fusion,
+    )
 
     def carries(doc: Document) -> bool:
         return _path(doc) in q.tagged
