@@ -208,8 +208,14 @@ def _route(
 
 
 def note_mentions(query: str) -> list[str]:
-    """Names of the notes a query mentions as `[[Note#Heading|alias]]`, without heading or alias."""
-    names = (wikilink_target(match.group(1)) for match in WIKILINK_PATTERN.finditer(query))
+    """Names of the notes a query mentions as `[[Note#Heading|alias]]`, without heading or alias.
+
+    Read from the query as every part reads it (`clamp_query`): a retriever that reads its
+    mentions here finds what the plan found, not a `[[Note]]` past the first 1,000
+    characters.
+    """
+    text = clamp_query(query)
+    names = (wikilink_target(match.group(1)) for match in WIKILINK_PATTERN.finditer(text))
     return list(dict.fromkeys(name for name in names if name))
 
 
@@ -259,9 +265,9 @@ def without_carried_tags(text: str, tags: Collection[str]) -> str:
 def tag_filters(query: str, salient_terms: Sequence[str] | None) -> tuple[str, ...]:
     """Tags to filter on: the `#` salient terms, else the tags typed in the query.
 
-    Lowercased, `#`-prefixed and deduplicated.
+    Lowercased, `#`-prefixed and deduplicated; the query read as `clamp_query` cuts it.
     """
     typed = [term for term in salient_terms or () if term.strip().startswith("#")]
-    raw = typed or extract_tags_from_query(query)
+    raw = typed or extract_tags_from_query(clamp_query(query))
     normalized = (tag_hierarchy(tag) for tag in raw)
     return tuple(dict.fromkeys(levels[-1] for levels in normalized if levels))

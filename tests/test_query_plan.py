@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +152,30 @@ def test_the_model_reads_the_query_without_the_tags_that_filter(
     text: str, tags: tuple[str, ...], embedded: str
 ) -> None:
     assert without_carried_tags(text, tags) == embedded
+
+
+def test_every_reader_of_mentions_and_tags_reads_the_first_1000_characters(
+    vault_dir: Path,
+) -> None:
+    from langchain_vaultsearch import TieredLexicalRetriever
+    from langchain_vaultsearch.fusion.asked_first import named_notes
+    from langchain_vaultsearch.limits import MAX_QUERY_CHARS
+    from langchain_vaultsearch.query_plan import note_mentions, tag_filters
+    from langchain_vaultsearch.vault.vault import Vault
+
+    padding = "zzqq " * (MAX_QUERY_CHARS // 5 + 20)
+    late = f"{padding}[[OAuth Setup]] #oauth"
+    early = "[[OAuth Setup]] #oauth"
+    plan = plan_query(late)
+    assert not plan.mentions
+    assert not plan.tags
+    assert note_mentions(late) == []
+    assert tag_filters(late, None) == ()
+    vault = Vault(vault_dir, watch=False)
+    assert named_notes(late, vault) == frozenset()
+    lexical = TieredLexicalRetriever(vault=vault, k=5)
+    assert all("OAuth Setup" not in doc.metadata["path"] for doc in lexical.invoke(late))
+    # The same words within the first 1,000 characters are read everywhere.
+    assert note_mentions(early) == ["OAuth Setup"]
+    assert tag_filters(early, None) == ("#oauth",)
+    assert lexical.invoke(early)[0].metadata["path"] == "Projects/Alpha/OAuth Setup.md"
