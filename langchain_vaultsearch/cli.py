@@ -60,6 +60,9 @@ DAMAGE_LOGGERS = (
 explain a slow command or a changed result; notes' own warnings wait for --verbose."""
 EXPANDER_LOGGER = "langchain_vaultsearch.expansion.expander"
 """Whoever asks for `--expand` hears why it fell back, even without --verbose."""
+MERGED_LOGGER = "langchain_vaultsearch.retrievers.merged"
+"""Why a merged search answered with lexical results alone (the semantic side failed or
+did not answer in time): heard without --verbose, as the results are not what was asked."""
 
 
 class UsageError(Exception):
@@ -259,7 +262,8 @@ def _configure_logging(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.verbose:
         return
-    shown = {*DAMAGE_LOGGERS, *([EXPANDER_LOGGER] if getattr(args, "expand", False) else [])}
+    expand = [EXPANDER_LOGGER] if getattr(args, "expand", False) else []
+    shown = {*DAMAGE_LOGGERS, MERGED_LOGGER, *expand}
 
     def without_verbose(record: logging.LogRecord) -> bool:
         return record.levelno >= logging.ERROR or record.name in shown
@@ -563,6 +567,9 @@ def _ask(args: argparse.Namespace) -> int:
         for chunk in chain.stream({"question": question, "time_range": time_range}):
             sources = chunk.get("sources", sources)
             print(chunk.get("answer", ""), end="", flush=True)
+    except SemanticIndexUnavailable as exc:  # the search the answer needed, not the model
+        print(f"\nvaultsearch: {exc}", file=sys.stderr)
+        return 2
     except Exception as exc:
         print(f"\nvaultsearch: the chat model failed: {exc}", file=sys.stderr)
         return 1

@@ -16,7 +16,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -54,6 +57,8 @@ from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.search.index_cache import CACHE_FOLDER
+from langchain_vaultsearch.semantic.deadline import SEMANTIC_TIMEOUT_S, in_daemon_thread
+from langchain_vaultsearch.semantic.errors import SemanticIndexTimeout
 from langchain_vaultsearch.semantic.index import IndexProgress, RefreshReport, VaultIndex
 from langchain_vaultsearch.semantic.records import holds_records
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
@@ -185,6 +190,8 @@ class VaultSearch:
         self._semantic: VaultIndex | None = None
         self._semantic_error: Exception | None = None
         self._failed_at = -math.inf
+        self._opening: Future[VaultIndex] | None = None
+        self._opening_ends = -math.inf
         self._retrievers: dict[SearchMode, BaseRetriever] = {"lexical": self.lexical}
         self._lock = threading.RLock()
         self.last_index: IndexSummary | None = None
@@ -206,19 +213,48 @@ class VaultSearch:
 
         A failed open is tried again after `SEMANTIC_RETRY_S`: a long-running server
         whose index was being written by another process, or was repaired meanwhile,
-        gets semantic search back without a restart.
+        gets semantic search back without a restart. The open runs in a thread of its
+        own, and callers wait for it until `SEMANTIC_TIMEOUT_S` after it started: a
+        Chroma server that accepts connections and never answers would otherwise hold
+        every search, lexical ones too, for good. One still running past that is not
+        started again; its index is taken when it ends.
         """
         with self._lock:
             retry = time.monotonic() - self._failed_at >= SEMANTIC_RETRY_S
-            if self._semantic_wanted and self._semantic is None and retry:
-                try:
-                    self._semantic = VaultIndex(vault=self.vault, **self._semantic_options)
-                    self._semantic_error = None
-                except Exception as exc:  # optional: any failure leaves lexical search working
+            if self._semantic_wanted and self._semantic is None and self._opening is None and retry:
+                opened = partial(VaultIndex, vault=self.vault, **self._semantic_options)
+                self._opening = in_daemon_thread(opened, name="vaultsearch-open")
+                self._opening_ends = time.monotonic() + SEMANTIC_TIMEOUT_S
+            opening, ends = self._opening, self._opening_ends
+        if opening is not None:
+            self._settle(opening, ends)
+        return self._semantic
+
+    def _settle(self, opening: Future[VaultIndex], ends: float) -> None:
+        """Take the open's index or error, waiting for it at most until `ends`."""
+        try:
+            index = opening.result(max(ends - time.monotonic(), 0.0))
+        except FutureTimeout:
+            with self._lock:
+                self._semantic_error = SemanticIndexTimeout(
+                    f"the vector index did not open within {SEMANTIC_TIMEOUT_S:g} s (a Chroma "
+                    "server that does not answer?); searching lexically until it does"
+                )
+            logger.warning("Semantic search is off for now: %s", self.semantic_problem)
+            return
+        except Exception as exc:  # optional: any failure leaves lexical search working
+            with self._lock:
+                if self._opening is opening:
+                    self._opening = None
                     self._semantic_error = exc
                     self._failed_at = time.monotonic()
                     logger.warning("Semantic search is off: %s", self.semantic_problem)
-            return self._semantic
+            return
+        with self._lock:
+            if self._opening is opening:
+                self._opening = None
+                self._semantic = index
+                self._semantic_error = None
 
     @property
     def semantic_problem(self) -> str | None:
@@ -246,12 +282,14 @@ class VaultSearch:
         if mode not in SEARCH_MODES:
             msg = f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}"
             raise ValueError(msg)
+        # Outside the lock: waiting for the index to open must not hold lexical searches.
+        index = None if mode == "lexical" else self.semantic_index
         with self._lock:
             made = self._retrievers.get(mode)
             stale = (
                 isinstance(made, RetrieverFactory)
                 and made.semantic_index is None
-                and self.semantic_index is not None
+                and index is not None
             )
             if made is None or stale:  # a factory made while the vector index was off
                 made = self._retrievers[mode] = self._make(mode)
@@ -556,6 +594,14 @@ class VaultSearch:
 
     def close(self) -> None:
         """Stop watching the vault and close the vector index's records."""
+        opening = self._opening
+        if opening is not None:  # an open still running closes what it opens when it ends
+            opening.add_done_callback(_close_opened)
         if self._semantic is not None:
             self._semantic.close()
         self.vault.close()
+
+
+def _close_opened(opening: Future[VaultIndex]) -> None:
+    if opening.exception() is None:
+        opening.result().close()

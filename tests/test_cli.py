@@ -485,3 +485,78 @@ def test_a_refused_saved_index_is_said_without_verbose(tmp_path: Path) -> None:
     [line] = second.stderr.strip().splitlines()
     assert "Ignoring the keyword index" in line
     assert "removed; it is rebuilt" in line
+
+
+def test_why_a_merged_search_answered_lexically_is_said_without_verbose(vault_dir: Path) -> None:
+    assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16"]) == 0
+    # A fresh process, as a user runs it: the vector store fails at query time.
+    script = (
+        "import sys\n"
+        "from langchain_vaultsearch.semantic.index import VaultIndex\n"
+        "from langchain_vaultsearch.cli import main\n"
+        "def down(*args):\n"
+        "    raise ConnectionError('vector store is down')\n"
+        "VaultIndex.search = down\n"
+        "sys.exit(main(['search', '--vault', sys.argv[1], 'oauth deployment']))\n"
+    )
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", script, str(vault_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "OAuth Setup.md" in done.stdout
+    said = [line for line in done.stderr.splitlines() if "Semantic search failed" in line]
+    assert len(said) == 1
+    assert "(vector store is down); returning lexical results" in said[0]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["search", "context"])
+def test_a_semantic_search_that_fails_is_one_line_not_a_traceback(
+    vault_dir: Path, command: str
+) -> None:
+    assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16"]) == 0
+    script = (
+        "import sys\n"
+        "from langchain_vaultsearch.semantic.index import VaultIndex\n"
+        "from langchain_vaultsearch.cli import main\n"
+        "def exploded(*args):\n"
+        "    raise RuntimeError('the model exploded\\n  at layer 3')\n"
+        "VaultIndex.search = exploded\n"
+        "sys.exit(main([sys.argv[2], '--vault', sys.argv[1], '--mode', 'semantic', 'oauth']))\n"
+    )
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", script, str(vault_dir), command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "vaultsearch: semantic search failed: the model exploded"
+    ]
+
+
+def test_ask_blames_a_failing_semantic_search_not_the_chat_model(
+    qa_vault: Path,
+    fake_chat_model: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from langchain_vaultsearch.semantic.index import VaultIndex
+
+    assert main(["index", "--vault", str(qa_vault), "--embeddings", "fake:16"]) == 0
+
+    def exploded(*_args: object) -> list[tuple[str, float]]:
+        raise RuntimeError("the model exploded")
+
+    monkeypatch.setattr(VaultIndex, "search", exploded)
+    capsys.readouterr()
+    assert main(["ask", "--vault", str(qa_vault), "--mode", "semantic", "Why JWT?"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "vaultsearch: semantic search failed: the model exploded"
+    )

@@ -36,6 +36,7 @@ from langchain_vaultsearch.query_plan import Available, QueryPlan, Route, plan_q
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.retrievers.vault_retriever import SearchCall, VaultRetriever
+from langchain_vaultsearch.semantic.deadline import SEMANTIC_TIMEOUT_S
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.vault.vault import Vault, open_vault
 
@@ -102,6 +103,9 @@ class RetrieverFactory(VaultRetriever):
     """`hybrid`: results the reranker re-sorts."""
     query_expander: QueryExpanderLike | None = Field(default=None, exclude=True, repr=False)
     """An LLM query expander for lexical search."""
+    semantic_timeout: float | None = Field(default=SEMANTIC_TIMEOUT_S, gt=0)
+    """Merged and hybrid search: seconds a query waits for the semantic side before
+    answering with the lexical results alone (None: no limit)."""
     lexical_side: TieredLexicalRetriever | None = Field(default=None, exclude=True, repr=False)
     """A lexical retriever over the same vault to share (its index is built once)."""
 
@@ -153,6 +157,7 @@ class RetrieverFactory(VaultRetriever):
                 lexical_retriever=self._lexical,
                 stages=self._stages,
                 diverse_notes=self.diverse_notes,
+                semantic_timeout=self.semantic_timeout,
             )
         return self
 

@@ -4,7 +4,8 @@ Words a note contains are lexical search's strength; questions in other words ar
 embedding model's. Both run on every query (concurrently with `ainvoke`), each asked for
 about twice the results wanted, and `fusion.fuse` makes one list. If the semantic side
 fails (a model error, a Chroma server down), the lexical results still come back and
-the failure is logged: semantic search is an improvement, never a dependency.
+the failure is logged: semantic search is an improvement, never a dependency. A side
+that does not answer within `semantic_timeout` counts as failed (`semantic.deadline`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from langchain_core.documents import Document
@@ -33,6 +35,8 @@ from langchain_vaultsearch.limits import (
 from langchain_vaultsearch.query_plan import tag_filters, without_carried_tags
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.vault_retriever import SearchCall, VaultRetriever
+from langchain_vaultsearch.semantic.deadline import SEMANTIC_TIMEOUT_S, acall_within, call_within
+from langchain_vaultsearch.semantic.errors import SEMANTIC_SEARCH
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever, with_index_progress
 
@@ -102,6 +106,11 @@ class MergedSemanticRetriever(VaultRetriever):
     lexical_retriever: TieredLexicalRetriever | None = Field(default=None, exclude=True, repr=False)
     """The lexical side; one over the index's vault is made when omitted."""
 
+    semantic_timeout: float | None = Field(default=SEMANTIC_TIMEOUT_S, gt=0)
+    """Seconds a query waits for the semantic side before answering with the lexical
+    results alone (None: no limit); a stuck model or Chroma server costs the semantic
+    results, never the answer."""
+
     stages: HybridStages | None = Field(default=None, exclude=True, repr=False)
     """Hybrid search: graph neighbours, recency tiers and a reranker after the fusion."""
 
@@ -158,7 +167,9 @@ class MergedSemanticRetriever(VaultRetriever):
             # `#tag` no note carries as the word the lexical side searched, and not the
             # carried tags, whose notes come first anyway (`without_carried_tags`).
             embedded = corrected_query(without_carried_tags(words, tags), lexical)
-            semantic = self._semantic.invoke(embedded, config, k=each)
+            semantic = call_within(
+                self.semantic_timeout, partial(self._semantic.invoke, embedded, config, k=each)
+            )
         except SearchCancelled:
             raise
         except Exception as exc:
@@ -172,9 +183,16 @@ class MergedSemanticRetriever(VaultRetriever):
         # Which tags notes carry is read from the vault (a refresh may walk it): off the loop.
         tags = await asyncio.to_thread(self._carried_tags, query, salient_terms)
         model_words = without_carried_tags(words, tags)
+
+        def semantic_of(words: str) -> Awaitable[list[Document]]:
+            # In a thread of its own, not the loop's executor: a stuck model or store must
+            # neither hold the lexical results past the deadline nor fill the executor.
+            search = partial(self._semantic.invoke, words, config, k=each)
+            return acall_within(self.semantic_timeout, search)
+
         lexical, semantic = await asyncio.gather(
             self._lexical().ainvoke(query, config, k=each, salient_terms=list(salient_terms or ())),
-            self._semantic.ainvoke(model_words, config, k=each),
+            semantic_of(model_words),
             return_exceptions=True,
         )
         if isinstance(lexical, BaseException):
@@ -185,7 +203,7 @@ class MergedSemanticRetriever(VaultRetriever):
         if corrected != model_words and not isinstance(semantic, BaseException):
             # Both sides ran at once; a query with a typo asks the model again, corrected.
             try:
-                semantic = await self._semantic.ainvoke(corrected, config, k=each)
+                semantic = await semantic_of(corrected)
             except SearchCancelled:
                 raise
             except Exception as exc:
@@ -284,7 +302,10 @@ def _without_semantic(query: str, error: BaseException) -> list[Document]:
     The semantic side is optional: its failure is the user's to hear about in a line
     they can act on, not a traceback over the lexical results that did come back.
     """
-    reason = " ".join(str(error).split()) or type(error).__name__
-    logger.warning("Semantic search failed (%s); returning lexical results", reason)
+    # The semantic retriever's own errors already say what failed (`failures_as_unavailable`).
+    reason = " ".join(str(error).split()).removeprefix(f"{SEMANTIC_SEARCH} failed: ")
+    logger.warning(
+        "Semantic search failed (%s); returning lexical results", reason or type(error).__name__
+    )
     logger.debug("Semantic search failed for %r", query, exc_info=error)
     return []

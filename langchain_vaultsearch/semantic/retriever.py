@@ -27,6 +27,7 @@ from langchain_vaultsearch.limits import (
     result_limit,
 )
 from langchain_vaultsearch.query_plan import note_mentions
+from langchain_vaultsearch.semantic.errors import SEMANTIC_SEARCH, failures_as_unavailable
 from langchain_vaultsearch.semantic.index import IndexProgress, VaultIndex
 from langchain_vaultsearch.text.chunking import note_path_from_chunk_id
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
@@ -81,14 +82,15 @@ class VaultSemanticRetriever(BaseRetriever):
         query, limit = self._prepared(query, k)
         if not query:
             return []
-        if self.refresh:
-            self.index.ensure_fresh()
-        else:
-            self._read_notes_once()
-        if not self.index.covers(query):
-            return self._documents(query, [], limit)
-        searched = self._with_concepts(query)
-        return self._documents(query, self.index.search(searched, limit), limit)
+        with failures_as_unavailable(SEMANTIC_SEARCH):
+            if self.refresh:
+                self.index.ensure_fresh()
+            else:
+                self._read_notes_once()
+            if not self.index.covers(query):
+                return self._documents(query, [], limit)
+            searched = self._with_concepts(query)
+            return self._documents(query, self.index.search(searched, limit), limit)
 
     async def _aget_relevant_documents(
         self,
@@ -100,15 +102,16 @@ class VaultSemanticRetriever(BaseRetriever):
         query, limit = self._prepared(query, k)
         if not query:
             return []
-        if self.refresh:
-            await asyncio.to_thread(self.index.ensure_fresh)
-        else:
-            await asyncio.to_thread(self._read_notes_once)
-        if not self.index.covers(query):
-            return await asyncio.to_thread(self._documents, query, [], limit)
-        searched = await asyncio.to_thread(self._with_concepts, query)
-        hits = await self.index.asearch(searched, limit)
-        return await asyncio.to_thread(self._documents, query, hits, limit)
+        with failures_as_unavailable(SEMANTIC_SEARCH):
+            if self.refresh:
+                await asyncio.to_thread(self.index.ensure_fresh)
+            else:
+                await asyncio.to_thread(self._read_notes_once)
+            if not self.index.covers(query):
+                return await asyncio.to_thread(self._documents, query, [], limit)
+            searched = await asyncio.to_thread(self._with_concepts, query)
+            hits = await self.index.asearch(searched, limit)
+            return await asyncio.to_thread(self._documents, query, hits, limit)
 
     def _read_notes_once(self) -> None:
         """Read the vault's notes if this process never has, even with `refresh` off.
