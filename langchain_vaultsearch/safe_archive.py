@@ -427,9 +427,18 @@ def discard(path: Path, what: str, error: BaseException) -> None:
     """Log at WARNING why a saved file is not used, and remove it so it is rebuilt.
 
     Anyone with the folder can change the file: it is input, not state. Removed, the next
-    save replaces it instead of failing every start.
+    save replaces it instead of failing every start. A file this user may not read is
+    left alone: it is not damaged, and it may be another user's to fix.
     """
     reason = str(error)[:200] or type(error).__name__
+    if isinstance(error, PermissionError):
+        logger.warning(
+            "Not using %s %s: %s (left as it is; give this user read access to use it)",
+            what,
+            path,
+            reason,
+        )
+        return
     logger.warning("Ignoring %s %s: %s (removed; it is rebuilt)", what, path, reason)
     path.unlink(missing_ok=True)
 

@@ -675,3 +675,42 @@ def test_a_note_dated_after_2262_is_saved_and_adopted_clamped(
     reads = count_reads()
     second.vault.refresh()
     assert count_reads() == reads  # its clamped stamp still matches: not read again
+
+
+def test_a_saved_file_this_user_cannot_read_is_left_for_its_owner(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langchain_vaultsearch.safe_archive import discard
+
+    unreadable, damaged = tmp_path / "theirs.npz", tmp_path / "damaged.npz"
+    unreadable.write_bytes(b"an index another user saved")
+    damaged.write_bytes(b"garbage")
+    with caplog.at_level(logging.WARNING):
+        discard(unreadable, "the saved search index", PermissionError(13, "Permission denied"))
+        discard(damaged, "the saved search index", ValueError("not an archive"))
+    assert unreadable.read_bytes() == b"an index another user saved"
+    assert not damaged.exists()
+    assert "left as it is; give this user read access" in caplog.text
+    assert "(removed; it is rebuilt)" in caplog.text
+
+
+def test_an_index_folder_this_user_cannot_look_into_leaves_search_working(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(20))
+    expected = results(SearchCore(Vault(root), policy=SMALL))
+    saved = index_path(Vault(root))
+    assert saved.is_file()
+    real_is_file = Path.is_file
+
+    def denied(self: Path) -> bool:  # what stat says in a folder without read permission
+        if self == saved:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_is_file(self)
+
+    monkeypatch.setattr(Path, "is_file", denied)
+    with caplog.at_level(logging.WARNING):
+        assert results(SearchCore(Vault(root), policy=SMALL)) == expected
+    assert "Not reading a saved search index" in caplog.text
+    assert "Permission denied" in caplog.text
+    assert saved.stat().st_size > 0  # left for its owner

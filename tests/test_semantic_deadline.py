@@ -194,6 +194,13 @@ def test_a_chroma_server_that_never_answers_leaves_lexical_search(
     vault_dir: Path, silent_server: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(service_module, "SEMANTIC_TIMEOUT_S", TIMEOUT)
+    opens: list[object] = []
+
+    def counted(*args: object, **kwargs: object) -> VaultIndex:
+        opens.append(args)
+        return VaultIndex(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service_module, "VaultIndex", counted)
     service = VaultSearch(
         vault_dir,
         embeddings="fake:16",
@@ -216,6 +223,6 @@ def test_a_chroma_server_that_never_answers_leaves_lexical_search(
         with pytest.raises(ValueError, match="did not open within"):
             service.search("oauth", mode="semantic")
         assert time.monotonic() - start < 2.0
-        assert sum(t.name == "vaultsearch-open" for t in threading.enumerate()) == 1
+        assert len(opens) == 1
     finally:
         service.close()

@@ -586,3 +586,30 @@ def test_openai_without_a_key_is_one_line(monkeypatch: pytest.MonkeyPatch) -> No
     message = one_line(info)
     assert message.startswith("cannot use the embedding model 'openai:text-embedding-3-small'")
     assert message.endswith(": set OPENAI_API_KEY")
+
+
+def test_records_this_user_may_not_read_are_said_to_be_unreadable_not_damaged_or_absent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_vaultsearch.semantic.records import holds_records
+
+    path = tmp_path / "records.sqlite3"
+    IndexRecords(path).close()
+    real_access = os.access
+
+    def no_reading(target: object, mode: int, **kwargs: object) -> bool:
+        if Path(str(target)) == path and mode & os.R_OK:
+            return False
+        return real_access(target, mode)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "access", no_reading)
+    with pytest.raises(ValueError, match="cannot be read by this user") as info:
+        IndexRecords(path)
+    assert "do not delete it" in one_line(info)
+    assert path.stat().st_size > 0
+
+    def denied(self: Path, **kwargs: object) -> os.stat_result:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "stat", denied)
+    assert holds_records(path)  # there may be an index: opening it says why it cannot

@@ -248,7 +248,12 @@ def load_index(
     if refused is not None:
         logger.warning("Not reading a saved search index from %s: %s", path.parent, refused)
         return None
-    if not path.is_file():
+    try:
+        saved_here = path.is_file()
+    except OSError as exc:  # a folder this user may not look into: search without it
+        logger.warning("Not reading a saved search index from %s: %s", path.parent, exc)
+        return None
+    if not saved_here:
         return None
     try:
         archive = open_mapped(path)

@@ -56,10 +56,14 @@ def holds_records(path: Path) -> bool:
     """Whether a records file is there to open.
 
     A 0-byte one (`touch`, an interrupted copy) holds no index, and opening it would make
-    it an empty records database that later opens read as a failed index run.
+    it an empty records database that later opens read as a failed index run. One this
+    user may not even look at may hold one: opening it then says so, where "no index"
+    would send the user to build a second one.
     """
     try:
         return path.stat().st_size > 0
+    except PermissionError:
+        return True
     except OSError:
         return False
 
@@ -106,6 +110,12 @@ class IndexRecords:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         existed = path.exists()
+        if existed and not os.access(path, os.R_OK):
+            msg = (
+                f"{path} cannot be read by this user (permission denied): give it read "
+                "access; it is not damaged, so do not delete it"
+            )
+            raise ValueError(msg)
         self.read_only = existed and not (
             os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
         )
