@@ -487,24 +487,32 @@ def test_a_refused_saved_index_is_said_without_verbose(tmp_path: Path) -> None:
     assert "removed; it is rebuilt" in line
 
 
-def test_why_a_merged_search_answered_lexically_is_said_without_verbose(vault_dir: Path) -> None:
-    assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16"]) == 0
-    # A fresh process, as a user runs it: the vector store fails at query time.
+def cli_with_failing_vector_search(error: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in a process of its own (its own logging, as a user runs it) whose vector
+    search raises `error` (Python source of an exception)."""
     script = (
         "import sys\n"
         "from langchain_vaultsearch.semantic.index import VaultIndex\n"
         "from langchain_vaultsearch.cli import main\n"
-        "def down(*args):\n"
-        "    raise ConnectionError('vector store is down')\n"
-        "VaultIndex.search = down\n"
-        "sys.exit(main(['search', '--vault', sys.argv[1], 'oauth deployment']))\n"
+        "def failing(*args):\n"
+        f"    raise {error}\n"
+        "VaultIndex.search = failing\n"
+        "sys.exit(main(sys.argv[1:]))\n"
     )
-    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
-        [sys.executable, "-c", script, str(vault_dir)],
+    return subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", script, *arguments],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
+    )
+
+
+def test_why_a_merged_search_answered_lexically_is_said_without_verbose(vault_dir: Path) -> None:
+    assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16"]) == 0
+    done = cli_with_failing_vector_search(
+        "ConnectionError('vector store is down')",
+        *["search", "--vault", str(vault_dir), "oauth deployment"],
     )
     assert done.returncode == 0, done.stderr
     assert "OAuth Setup.md" in done.stdout
@@ -519,21 +527,9 @@ def test_a_semantic_search_that_fails_is_one_line_not_a_traceback(
     vault_dir: Path, command: str
 ) -> None:
     assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16"]) == 0
-    script = (
-        "import sys\n"
-        "from langchain_vaultsearch.semantic.index import VaultIndex\n"
-        "from langchain_vaultsearch.cli import main\n"
-        "def exploded(*args):\n"
-        "    raise RuntimeError('the model exploded\\n  at layer 3')\n"
-        "VaultIndex.search = exploded\n"
-        "sys.exit(main([sys.argv[2], '--vault', sys.argv[1], '--mode', 'semantic', 'oauth']))\n"
-    )
-    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
-        [sys.executable, "-c", script, str(vault_dir), command],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = cli_with_failing_vector_search(
+        "RuntimeError('the model exploded\\n  at layer 3')",
+        *[command, "--vault", str(vault_dir), "--mode", "semantic", "oauth"],
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_vaultsearch import service as service_module
 from langchain_vaultsearch.retrievers.factory import RetrieverFactory
@@ -27,7 +26,7 @@ from langchain_vaultsearch.semantic.deadline import MAX_STRAGGLERS, acall_within
 from langchain_vaultsearch.semantic.errors import SemanticIndexTimeout, SemanticIndexUnavailable
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.service import VaultSearch
-from tests.fake_embeddings import WordBagEmbedding
+from tests.test_retrievers_semantic import build_index
 
 TIMEOUT = 0.3
 """The deadline the tests give; a stuck call blocks for up to `HELD` unless released."""
@@ -56,12 +55,7 @@ def stuck(release: threading.Event) -> Callable[..., list[tuple[str, float]]]:
 
 @pytest.fixture
 def index(vault_dir: Path) -> VaultIndex:
-    built = VaultIndex(
-        vault_path=vault_dir,
-        embeddings=WordBagEmbedding(),
-        vectorstore=lambda embedding: InMemoryVectorStore(embedding=embedding),
-        records_path=vault_dir.parent / "records.sqlite3",
-    )
+    built = build_index(vault_dir)
     built.refresh()
     return built
 

@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,6 +30,7 @@ from langchain_vaultsearch.semantic.errors import (
     SemanticIndexUnavailable,
     cause,
 )
+from langchain_vaultsearch.semantic.first_read import guarded_first_read
 from langchain_vaultsearch.semantic.lock import ClientsLock, IndexLockedError, hold_clients, holder
 from langchain_vaultsearch.semantic.records import IndexRecords, holds_records
 
@@ -303,6 +305,10 @@ def embedded_chroma(
     if problem is None:
         try:
             return open_chroma(folder, options)
+        except SemanticIndexUnavailable as exc:  # said in full (a first read that crashed)
+            if not rebuild:
+                raise
+            problem = cause(exc)
         except Exception as exc:
             problem = cause(exc)
     if folder.is_dir() and not os.access(folder, os.W_OK):
@@ -319,6 +325,12 @@ def embedded_chroma(
             problem, fix = f"{problem}; then {cause(exc)}", f"delete {folder}"
     msg = f"the vector store {folder} cannot be opened ({problem}): {fix}"
     raise SemanticIndexUnavailable(msg)
+
+
+def _load(store: Chroma) -> None:
+    """Load the collection (its first read), its search breadth raised first (`widen_search`)."""
+    widen_search(store)
+    store._collection.count()
 
 
 def read_only_chroma(folder: Path) -> str:
@@ -343,10 +355,10 @@ def open_chroma(folder: Path, options: dict[str, Any]) -> tuple[VectorStore, Cli
         raise
     try:
         store = Chroma(client=client, **options)
+        guarded_first_read(folder, partial(_load, store))
     except Exception:
         client.close()
         raise
-    widen_search(store)
     return store, client
 
 
