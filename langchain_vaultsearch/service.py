@@ -236,11 +236,13 @@ class VaultSearch:
             index = opening.result(max(ends - time.monotonic(), 0.0))
         except FutureTimeout:
             with self._lock:
+                first = not isinstance(self._semantic_error, SemanticIndexTimeout)
                 self._semantic_error = SemanticIndexTimeout(
                     f"the vector index did not open within {SEMANTIC_TIMEOUT_S:g} s (a Chroma "
                     "server that does not answer?); searching lexically until it does"
                 )
-            logger.warning("Semantic search is off for now: %s", self.semantic_problem)
+            if first:  # said once, not at every search while the open is stuck
+                logger.warning("Semantic search is off for now: %s", self.semantic_problem)
             return
         except Exception as exc:  # optional: any failure leaves lexical search working
             with self._lock:

@@ -185,7 +185,10 @@ def silent_server() -> Iterator[int]:
 
 
 def test_a_chroma_server_that_never_answers_leaves_lexical_search(
-    vault_dir: Path, silent_server: int, monkeypatch: pytest.MonkeyPatch
+    vault_dir: Path,
+    silent_server: int,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setattr(service_module, "SEMANTIC_TIMEOUT_S", TIMEOUT)
     opens: list[object] = []
@@ -218,5 +221,6 @@ def test_a_chroma_server_that_never_answers_leaves_lexical_search(
             service.search("oauth", mode="semantic")
         assert time.monotonic() - start < 2.0
         assert len(opens) == 1
+        assert caplog.text.count("did not open within") == 1  # said once, not per search
     finally:
         service.close()
