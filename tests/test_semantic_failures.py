@@ -9,6 +9,7 @@ embedded Chroma, in temporary vaults.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import shutil
@@ -613,3 +614,29 @@ def test_records_this_user_may_not_read_are_said_to_be_unreadable_not_damaged_or
 
     monkeypatch.setattr(Path, "stat", denied)
     assert holds_records(path)  # there may be an index: opening it says why it cannot
+
+
+def test_a_background_embedding_that_fails_is_one_line_and_the_next_refresh_resumes(
+    vault_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = Broken()
+    index = in_memory_index(vault_dir, model, inline_refresh_notes=0)
+    model.error = ConnectionError("the embedding API is down\nretry later")
+    with caplog.at_level(logging.DEBUG, logger="langchain_vaultsearch.semantic.index"):
+        report = index.ensure_fresh()
+        assert report is not None
+        assert report.background
+        assert index.wait(30)
+    warned = [
+        r
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and r.name == index_module.__name__
+    ]
+    assert [r.getMessage() for r in warned] == [
+        f"Background embedding of {index.vault.root} failed (the embedding API is down); "
+        "the next refresh resumes it"
+    ]
+    assert all(r.exc_info is None for r in warned)  # the traceback is for --verbose
+    model.error = None
+    index.refresh()
+    assert index.verify().ok

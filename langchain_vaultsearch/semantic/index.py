@@ -56,9 +56,7 @@ from langchain_vaultsearch.semantic.embeddings import (
     model_identity,
     require_extra,
 )
-from langchain_vaultsearch.semantic.errors import (
-    SemanticIndexUnavailable,
-)
+from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable, cause
 from langchain_vaultsearch.semantic.lock import (
     ClientsLock,
     IndexLockedError,
@@ -490,8 +488,13 @@ class VaultIndex:
             with writer:
                 try:
                     self.writer.write(pending, None)
-                except Exception:
-                    logger.exception("Background embedding of %s failed", self.vault.root)
+                except Exception as exc:  # one line, as every semantic failure; resumed later
+                    logger.warning(
+                        "Background embedding of %s failed (%s); the next refresh resumes it",
+                        self.vault.root,
+                        cause(exc),
+                    )
+                    logger.debug("Background embedding failed", exc_info=exc)
 
         self._background = threading.Thread(target=run, name="vaultsearch-embed", daemon=True)
         self._background.start()
