@@ -5,17 +5,20 @@ went away (or whose deadline passed) would otherwise keep its thread, and the co
 busy to the end. The caller hands the work a flag; the pipeline looks at it between its
 stages (each side of a merged search, each hybrid stage, each reranker batch, the filter
 and the context) and gives up there. Shared work that the next caller needs, such as
-scanning the vault or loading the model, is not cut short.
+scanning the vault or loading the model, is not cut short. A call its caller may stop
+waiting for altogether (a deadline) runs in `in_daemon_thread`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
 
-__all__ = ["SearchCancelled", "raise_if_cancelled", "run_cancellable"]
+__all__ = ["SearchCancelled", "in_daemon_thread", "raise_if_cancelled", "run_cancellable"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -56,3 +59,33 @@ def run_cancellable(
         return function(*args, **kwargs)
     finally:
         _flag.reset(token)
+
+
+def in_daemon_thread(
+    function: Callable[[], _T], *, name: str, then: Callable[[], None] | None = None
+) -> Future[_T]:
+    """Run `function` in a daemon thread, in a copy of the caller's context; its future.
+
+    For a call its caller may stop waiting for (a deadline): an executor would not do, as
+    its threads are joined at interpreter exit, so a model or store that never answers
+    would keep the process from exiting. The copy carries the caller's cancellation flag
+    and LangChain callbacks, so tracing still nests under the caller's run. `then` runs
+    after the call, however it ended.
+    """
+    future: Future[_T] = Future()
+    future.set_running_or_notify_cancel()  # running: a caller's cancel cannot orphan it
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            result = context.run(function)
+        except BaseException as exc:  # handed to whoever waits, who raises it
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+        finally:
+            if then is not None:
+                then()
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return future

@@ -31,7 +31,7 @@ from langchain_core.prompts import BasePromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 
-from langchain_vaultsearch.cancellation import raise_if_cancelled
+from langchain_vaultsearch.cancellation import in_daemon_thread, raise_if_cancelled
 from langchain_vaultsearch.chunk_store.export import ExportReport, export_vault_chunks
 from langchain_vaultsearch.context.builder import ContextOptions, LocalSearchContext
 from langchain_vaultsearch.documents import note_document
@@ -57,7 +57,7 @@ from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.search.index_cache import CACHE_FOLDER
-from langchain_vaultsearch.semantic.deadline import SEMANTIC_TIMEOUT_S, in_daemon_thread
+from langchain_vaultsearch.semantic.deadline import SEMANTIC_TIMEOUT_S
 from langchain_vaultsearch.semantic.errors import SemanticIndexTimeout
 from langchain_vaultsearch.semantic.index import IndexProgress, RefreshReport, VaultIndex
 from langchain_vaultsearch.semantic.records import holds_records

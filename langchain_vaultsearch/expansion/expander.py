@@ -12,14 +12,12 @@ the cache.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass
 from typing import TypeVar
@@ -27,6 +25,7 @@ from typing import TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
+from langchain_vaultsearch.cancellation import in_daemon_thread
 from langchain_vaultsearch.expansion.prompt import (
     MAX_VARIANTS_RANGE,
     build_expansion_prompt,
@@ -265,23 +264,10 @@ def _forget(tasks: set[asyncio.Task[AIMessage]]) -> Callable[[asyncio.Task[AIMes
 def _call_within(call: Callable[[], T], timeout_s: float) -> T:
     """Run a blocking call in a daemon thread and stop waiting for it at the deadline.
 
-    An executor would not do: its threads are joined at interpreter exit, so a model that
-    never answers would keep `vaultsearch` from exiting. Such a model keeps its thread
-    until it returns; the short failure cache stops a burst of the same query from starting
-    more. The call sees the caller's context variables, so LangChain tracing and callbacks
-    still nest under the caller's run.
+    A model that never answers keeps its thread until it returns (`in_daemon_thread`);
+    the short failure cache stops a burst of the same query from starting more.
 
     Raises:
         concurrent.futures.TimeoutError: when the deadline passes first.
     """
-    future: Future[T] = Future()
-    context = contextvars.copy_context()
-
-    def run() -> None:
-        try:
-            future.set_result(context.run(call))
-        except BaseException as exc:  # handed to the waiting caller, which decides
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="vaultsearch-query-expansion", daemon=True).start()
-    return future.result(timeout=timeout_s)
+    return in_daemon_thread(call, name="vaultsearch-query-expansion").result(timeout=timeout_s)

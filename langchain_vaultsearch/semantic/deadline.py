@@ -13,13 +13,12 @@ are still running past their deadline, new calls are refused at once instead.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Generic, TypeVar
 
+from langchain_vaultsearch.cancellation import in_daemon_thread
 from langchain_vaultsearch.semantic.errors import SemanticIndexTimeout
 
 __all__ = [
@@ -27,7 +26,6 @@ __all__ = [
     "SEMANTIC_TIMEOUT_S",
     "acall_within",
     "call_within",
-    "in_daemon_thread",
 ]
 
 _T = TypeVar("_T")
@@ -41,35 +39,6 @@ MAX_STRAGGLERS = 4
 
 _lock = threading.Lock()
 _stragglers = 0
-
-
-def in_daemon_thread(
-    function: Callable[[], _T],
-    name: str = "vaultsearch-semantic",
-    then: Callable[[], None] | None = None,
-) -> Future[_T]:
-    """Run `function` in a daemon thread, in a copy of the caller's context; its future.
-
-    The copy carries the caller's cancellation flag and LangChain callbacks. `then` runs
-    after the call, however it ended.
-    """
-    future: Future[_T] = Future()
-    future.set_running_or_notify_cancel()  # running: a caller's cancel cannot orphan it
-    context = contextvars.copy_context()
-
-    def work() -> None:
-        try:
-            result = context.run(function)
-        except BaseException as exc:  # handed to whoever waits, who raises it
-            future.set_exception(exc)
-        else:
-            future.set_result(result)
-        finally:
-            if then is not None:
-                then()
-
-    threading.Thread(target=work, name=name, daemon=True).start()
-    return future
 
 
 class _Call(Generic[_T]):
@@ -86,7 +55,7 @@ class _Call(Generic[_T]):
             raise SemanticIndexTimeout(msg)
         self._abandoned = False
         self._done = False
-        self.future = in_daemon_thread(function, then=self._end)
+        self.future = in_daemon_thread(function, name="vaultsearch-semantic", then=self._end)
 
     def _end(self) -> None:
         global _stragglers  # noqa: PLW0603 - one count for the process, as the threads are
