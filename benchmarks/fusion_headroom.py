@@ -51,6 +51,8 @@ from benchmarks.fusion_lovo import (
     ndcg,
     replayed,
 )
+from benchmarks.metrics import distinct
+from benchmarks.quality import CUTOFF
 from benchmarks.semantic_quality import OURS_K, default_embeddings
 from langchain_vaultsearch.documents import document_score, lexical_matches
 from langchain_vaultsearch.fusion.scores import (
@@ -103,8 +105,8 @@ def _titled_share(q: Query, terms: Sequence[str]) -> float:
     return max(shares, default=0.0)
 
 
-def _top_notes(docs: Sequence[Document], n: int = 10) -> set[str]:
-    return set(list(dict.fromkeys(_path(doc) for doc in docs))[:n])
+def _top_notes(docs: Sequence[Document]) -> set[str]:
+    return set(distinct((_path(doc) for doc in docs), CUTOFF))
 
 
 FEATURES: dict[str, Callable[[Query], float]] = {
@@ -122,7 +124,9 @@ FEATURES: dict[str, Callable[[Query], float]] = {
     "cosine margin to 5th": lambda q: (
         s[0] - s[4] if len(s := _note_scores(q.semantic_corrected)) > 4 else 0.0
     ),
-    "top-10 overlap": lambda q: len(_top_notes(q.lexical) & _top_notes(q.semantic_corrected)) / 10,
+    "top-10 overlap": lambda q: (
+        len(_top_notes(q.lexical) & _top_notes(q.semantic_corrected)) / CUTOFF
+    ),
     "words corrected": lambda q: float(q.semantic_corrected is not q.semantic),
     "same first note": lambda q: float(
         bool(q.lexical and q.semantic_corrected)
