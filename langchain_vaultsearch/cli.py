@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import os
+import shlex
 import sys
 import unicodedata
 from collections.abc import Sequence
@@ -360,17 +361,30 @@ def _search(args: argparse.Namespace) -> int:
         )
     except (ValueError, SemanticIndexUnavailable) as exc:
         raise UsageError(str(exc)) from None
-    _say_if_lexical_only(service)
+    _say_what_search_left_out(service, args.vault)
     _print_results(args, query, documents, args.vault, service.lexical.last_query_expansion)
     return 0
 
 
-def _say_if_lexical_only(service: VaultSearch) -> None:
-    """One line on stderr when the vault's vector index could not join the search."""
+def _say_what_search_left_out(service: VaultSearch, vault: str) -> None:
+    """One line on stderr for each reason semantic results miss notes.
+
+    The vault's vector index could not join the search, or it holds no vectors yet of
+    some notes (new ones a background catch-up this one-shot command does not wait for has
+    not reached, a store emptied behind its back): without the line, results that leave
+    notes out look complete.
+    """
     if service.semantic_problem is not None:
         print(
             f"vaultsearch: semantic search is off, these are lexical results:"
             f" {service.semantic_problem}",
+            file=sys.stderr,
+        )
+    waiting = service.notes_unembedded
+    if waiting:
+        print(
+            f"vaultsearch: {waiting:,} notes are not embedded yet, so semantic search left"
+            f" them out: `vaultsearch index --vault {shlex.quote(vault)}` embeds them",
             file=sys.stderr,
         )
 
@@ -527,7 +541,7 @@ def _context(args: argparse.Namespace) -> int:
         result = service.local_search(question, mode=args.mode, time_range=time_range, k=args.k)
     except (ValueError, SemanticIndexUnavailable) as exc:
         raise UsageError(str(exc)) from None
-    _say_if_lexical_only(service)
+    _say_what_search_left_out(service, args.vault)
     built = result.build_context()
     if not args.json:
         print(built.text)
@@ -580,6 +594,7 @@ def _ask(args: argparse.Namespace) -> int:
         for source in shown:
             how = f"  ({source['matchType']})" if source["matchType"] else ""
             print(f"[{source['id']}] {source['path'] or source['title']}{how}")
+    _say_what_search_left_out(service, args.vault)
     return 0
 
 

@@ -268,6 +268,23 @@ class VaultSearch:
         return text if len(text) <= 500 else text[:499] + "…"
 
     @property
+    def notes_unembedded(self) -> int:
+        """Searchable notes the vector index holds no vectors of yet (see `VaultIndex`).
+
+        0 before the index is opened: asking never opens it (a lexical search must not pay
+        for that). 0 too when the records cannot be read: the search that came first has
+        already said why semantic search failed, and a count must not fail a command.
+        """
+        index = self._semantic
+        if index is None:
+            return 0
+        try:
+            return index.notes_unembedded
+        except Exception as exc:  # damaged records: said by the search itself
+            logger.debug("Cannot count the notes without vectors: %s", exc)
+            return 0
+
+    @property
     def factory(self) -> RetrieverFactory:
         """The `auto` retriever: merged search when the vector index opens, else lexical."""
         return cast(RetrieverFactory, self.retriever("auto"))

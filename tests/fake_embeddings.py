@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 
 from langchain_core.embeddings import Embeddings
 
@@ -48,3 +49,24 @@ class WordBagEmbedding(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         self.queries += 1
         return self._vector(text)
+
+
+class HeldEmbedding(Embeddings):
+    """A model whose document embeddings wait, once held, until released.
+
+    What a background catch-up looks like while it runs: the notes it has not written yet
+    are missing from semantic results, whatever the model's speed.
+    """
+
+    def __init__(self, model: Embeddings) -> None:
+        self.model = model
+        self.held = False
+        self.released = threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.held:
+            self.released.wait(30)
+        return self.model.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.model.embed_query(text)

@@ -6,11 +6,13 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -19,7 +21,9 @@ from langchain_core.outputs import ChatResult
 from langchain_vaultsearch import TieredLexicalRetriever, Vault, cli, create_vault_context_chain
 from langchain_vaultsearch.cli import main
 from langchain_vaultsearch.search import lexical_index as lexical_index_module
+from langchain_vaultsearch.semantic import index as index_module
 from tests.conftest import write_vault
+from tests.fake_embeddings import HeldEmbedding
 from tests.fake_models import PIANO_REPLY, ScriptedChatModel
 
 
@@ -520,6 +524,36 @@ def test_why_a_merged_search_answered_lexically_is_said_without_verbose(vault_di
     assert len(said) == 1
     assert "(vector store is down); returning lexical results" in said[0]
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["search", "context"])
+def test_notes_still_being_embedded_when_the_command_ends_are_said(
+    vault_dir: Path,
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16"]) == 0
+    new_notes = {f"Walrus {n}.md": f"# Walrus {n}\n\nA walrus, number {n}.\n" for n in range(12)}
+    write_vault(vault_dir, new_notes)  # more than a query waits for: a background catch-up
+    model = HeldEmbedding(DeterministicFakeEmbedding(size=16))
+    model.held = True
+    monkeypatch.setattr(index_module, "load_embeddings", lambda spec: model)
+    capsys.readouterr()
+    try:
+        assert main([command, "--vault", str(vault_dir), "--mode", "semantic", "walrus"]) == 0
+    finally:
+        model.released.set()
+        for thread in threading.enumerate():
+            if thread.name == "vaultsearch-embed":
+                thread.join(30)
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [
+        "vaultsearch: 12 notes are not embedded yet, so semantic search left them out: "
+        f"`vaultsearch index --vault {vault_dir}` embeds them"
+    ]
+    assert main(["search", "--vault", str(vault_dir), "--mode", "semantic", "walrus"]) == 0
+    assert capsys.readouterr().err == ""  # all embedded: nothing to say
 
 
 @pytest.mark.parametrize("command", ["search", "context"])

@@ -18,15 +18,15 @@ from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever
-from tests.fake_embeddings import WordBagEmbedding
+from tests.fake_embeddings import HeldEmbedding, WordBagEmbedding
 
 OAUTH = "Projects/Alpha/OAuth Setup.md"
 
 
 def build_index(vault_dir: Path, **options: Any) -> VaultIndex:
+    options.setdefault("embeddings", WordBagEmbedding())
     return VaultIndex(
         vault_path=vault_dir,
-        embeddings=WordBagEmbedding(),
         vectorstore=lambda embedding: InMemoryVectorStore(embedding=embedding),
         records_path=vault_dir.parent / "records.sqlite3",
         **options,
@@ -119,6 +119,23 @@ def test_many_edits_are_embedded_in_the_background(vault_dir: Path) -> None:
     assert report.background
     assert index.wait(30)
     assert index.verify().ok
+
+
+def test_notes_a_background_catch_up_has_not_written_are_counted(vault_dir: Path) -> None:
+    model = HeldEmbedding(WordBagEmbedding())
+    index = build_index(vault_dir, embeddings=model, inline_refresh_notes=0)
+    model.held = True
+    report = index.ensure_fresh()
+    assert report is not None
+    assert report.background
+    notes = sum(1 for info in index.vault.notes.values() if info.searchable)
+    assert notes > 1
+    assert index.notes_unembedded == notes
+    assert index.as_retriever().invoke("oauth") == []  # what the count warns of
+    model.released.set()
+    assert index.wait(30)
+    assert index.notes_unembedded == 0
+    assert index.as_retriever().invoke("oauth")
 
 
 async def test_async_matches_sync(index: VaultIndex) -> None:

@@ -509,6 +509,19 @@ class VaultIndex:
         """
         return self.writer.progress
 
+    @property
+    def notes_unembedded(self) -> int:
+        """Searchable notes the store holds no finished vectors of: semantic search misses them.
+
+        New notes a background catch-up has not reached, or a store emptied behind the
+        records' back. A one-shot command ends before a large catch-up does, and results
+        that leave notes out look complete: it says how many. Cheap, as it reads only the
+        records (a changed note's previous vectors count as embedded).
+        """
+        hashes = self.records.hashes()
+        searchable = (path for path, info in self.vault.notes.items() if info.searchable)
+        return sum(1 for path in searchable if not hashes.get(path))
+
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for a background refresh; True when none is running any more."""
         background = self._background
