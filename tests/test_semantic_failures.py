@@ -8,6 +8,7 @@ embedded Chroma, in temporary vaults.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -490,8 +491,12 @@ def run_read_only(tmp_path: Path) -> Iterator[Callable[[], subprocess.CompletedP
         path.chmod(mode)
 
 
+@pytest.mark.parametrize("written_by", ["this version", "a version before stamps"])
 def test_a_read_only_vector_index_is_read_where_the_store_allows_and_explained_where_not(
-    vault_dir: Path, tmp_path: Path, run_read_only: Callable[[], subprocess.CompletedProcess[str]]
+    vault_dir: Path,
+    tmp_path: Path,
+    run_read_only: Callable[[], subprocess.CompletedProcess[str]],
+    written_by: str,
 ) -> None:
     chroma = VaultIndex(vault_path=vault_dir, embeddings="fake:16")
     chroma.refresh()
@@ -504,6 +509,10 @@ def test_a_read_only_vector_index_is_read_where_the_store_allows_and_explained_w
     )
     custom.refresh()
     custom.close()
+    if written_by == "a version before stamps":  # read-only, it cannot gain the table
+        with contextlib.closing(sqlite3.connect(tmp_path / "records.sqlite3")) as db:
+            db.execute("DROP TABLE stamps")
+            db.commit()
     result = run_read_only()
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -134,12 +136,53 @@ def test_touch_rename_and_restart_embed_nothing(
     assert report.texts_embedded == 0
     assert model.texts == texts
     assert index.verify().ok
-    # A new process over the same records and store embeds nothing either.
+    # A new process over the same records and store embeds nothing either, and reads no
+    # note again: each one's stamp says its vectors were made from the file as it is.
     index.close()
     restarted = make_index(vault_dir, model, store)
     report = restarted.refresh()
-    assert report.unchanged == len(restarted.vault.notes) - 0
+    assert (report.added, report.updated, report.removed, report.unchanged) == ([], [], [], 0)
     assert model.texts == texts
+    assert restarted.verify().ok
+
+
+def test_a_new_process_reads_again_only_the_notes_changed_since_their_vectors(
+    vault_dir: Path, model: CountingEmbedding, touch: Callable[[Path, str, int], None]
+) -> None:
+    store = InMemoryVectorStore(embedding=model)
+    index = make_index(vault_dir, model, store)
+    index.refresh()
+    index.close()
+    touch(vault_dir / "C# Notes.md", "# C# Notes\n\nPattern matching with records.\n", 20)
+    lesson = vault_dir / "Piano/Lesson 1.md"
+    touch(lesson, lesson.read_text(encoding="utf-8"), 20)  # a new stamp, the same text
+    restarted = make_index(vault_dir, model, store)
+    report = restarted.refresh()
+    assert report.updated == ["C# Notes.md"]
+    assert report.unchanged == 1  # the touched lesson, read and found as its vectors knew it
+    restarted.close()
+    again = make_index(vault_dir, model, store)
+    assert again.refresh().unchanged == 0  # both are stamped now
+
+
+def test_records_without_stamps_read_every_note_once_then_none(
+    vault_dir: Path, model: CountingEmbedding
+) -> None:
+    store = InMemoryVectorStore(embedding=model)
+    index = make_index(vault_dir, model, store)
+    index.refresh()
+    notes = sum(1 for info in index.vault.notes.values() if info.searchable)
+    index.close()
+    path = vault_dir.parent / "records.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as db:  # an earlier version's: no stamps
+        db.execute("DROP TABLE stamps")
+        db.commit()
+    first = make_index(vault_dir, model, store)
+    assert first.refresh().unchanged == notes
+    first.close()
+    second = make_index(vault_dir, model, store)
+    assert second.refresh().unchanged == 0
+    assert second.verify().ok
 
 
 def test_edit_re_embeds_that_note_only_and_delete_removes_its_vectors(

@@ -51,6 +51,13 @@ CREATE TABLE IF NOT EXISTS embeddings (
 );
 """
 
+_STAMPS = """
+CREATE TABLE IF NOT EXISTS stamps (path TEXT PRIMARY KEY, stamp TEXT NOT NULL);
+"""
+"""Which file each finished note's vectors were made from, so a new process reads only the
+notes whose file changed. A table of its own: a file an earlier version wrote gains it
+when next opened for writing, and one opened read-only is read without it."""
+
 
 def holds_records(path: Path) -> bool:
     """Whether a records file is there to open.
@@ -130,7 +137,7 @@ class IndexRecords:
                 isolation_level=None,
             )
             db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+            db.executescript(_SCHEMA if self.read_only else _SCHEMA + _STAMPS)
             self._db = _Checked(db, path)
             stored = self.get_meta("schema")
             if stored is None:
@@ -208,6 +215,33 @@ class IndexRecords:
             rows = self._db.execute("SELECT path, text_hash FROM notes").fetchall()
         return {str(path): digest for path, digest in rows}
 
+    def stamps(self) -> dict[str, str]:
+        """Path -> the stamp of the file a finished note's vectors were made from.
+
+        Empty for a read-only file an earlier version wrote (it has no stamps): every
+        note is then read again, as before stamps.
+        """
+        with self._lock:
+            try:
+                rows = self._db.execute("SELECT path, stamp FROM stamps").fetchall()
+            except sqlite3.OperationalError:  # no such table: not written since stamps
+                return {}
+        return {str(path): str(stamp) for path, stamp in rows}
+
+    def set_stamps(self, stamps: Mapping[str, str]) -> None:
+        """Record the files notes' current vectors were made from (nothing when read-only)."""
+        if self.read_only or not stamps:
+            return
+        with self._lock, self._transaction():
+            self._set_stamps(stamps)
+
+    def _set_stamps(self, stamps: Mapping[str, str]) -> None:
+        self._db.executemany(
+            "INSERT INTO stamps(path, stamp) VALUES (?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET stamp = excluded.stamp",
+            list(stamps.items()),
+        )
+
     def begin_write(self, pending: dict[str, Sequence[str]]) -> None:
         """Record the ids a write is about to put in the store, before it touches it."""
         with self._lock, self._transaction():
@@ -218,8 +252,14 @@ class IndexRecords:
                     (path, json.dumps(list(ids))),
                 )
 
-    def finish_write(self, done: dict[str, tuple[str, Sequence[str]]]) -> None:
-        """Record notes whose vectors are all in the store: (text hash, vector ids)."""
+    def finish_write(
+        self, done: dict[str, tuple[str, Sequence[str]]], stamps: Mapping[str, str]
+    ) -> None:
+        """Record notes whose vectors are all in the store: (text hash, vector ids).
+
+        With the stamps of the files they were made from, in the same transaction: a
+        note's stamp never outlives the vectors it describes.
+        """
         with self._lock, self._transaction():
             for path, (digest, ids) in done.items():
                 self._db.execute(
@@ -229,11 +269,14 @@ class IndexRecords:
                     "pending_ids = NULL",
                     (path, digest, json.dumps(list(ids))),
                 )
+            self._set_stamps(stamps)
 
     def forget(self, paths: Iterable[str]) -> None:
         """Drop the records of notes whose vectors were deleted."""
+        rows = [(p,) for p in paths]
         with self._lock, self._transaction():
-            self._db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in paths])
+            self._db.executemany("DELETE FROM notes WHERE path = ?", rows)
+            self._db.executemany("DELETE FROM stamps WHERE path = ?", rows)
 
     def clear(self) -> None:
         """Drop every note record, the model identity and the embedding cache (a rebuild).
@@ -243,6 +286,7 @@ class IndexRecords:
         """
         with self._lock, self._transaction():
             self._db.execute("DELETE FROM notes")
+            self._db.execute("DELETE FROM stamps")
             self._db.execute("DELETE FROM meta WHERE key != 'schema'")
             self._db.execute("DELETE FROM embeddings")
 

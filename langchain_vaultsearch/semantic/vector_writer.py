@@ -20,13 +20,19 @@ from langchain_vaultsearch.semantic.cached_embeddings import CachedEmbeddings
 from langchain_vaultsearch.semantic.records import IndexRecords, text_hash
 from langchain_vaultsearch.semantic.reports import IndexProgress, RefreshReport, VerifyReport
 from langchain_vaultsearch.semantic.windows import embedding_windows
-from langchain_vaultsearch.text.chunking import Chunk
+from langchain_vaultsearch.text.chunking import CHUNK_SIZE, Chunk
 from langchain_vaultsearch.vault.change_feed import ChangeFeed
 from langchain_vaultsearch.vault.note_info import NoteInfo
 from langchain_vaultsearch.vault.vault import Vault
 
 INDEX_FORMAT = "vaultsearch-vectors-1"
-"""Part of every note's hash: a new chunking or windowing scheme re-embeds once."""
+"""Part of every note's hash and stamp: a new chunking or windowing scheme re-embeds once.
+
+Change it with the chunking: a new process reads again only the notes whose file or stamp
+changed (`stamp`), so a chunker that cuts unchanged files differently is not seen without it.
+"""
+_STAMPS_PER_WRITE = 256
+"""Stamps of notes found unchanged, written together (one transaction each)."""
 # The ids this index gives vectors: `<chunk id>~<window>`; others in a shared store are
 # left alone.
 _VECTOR_ID = re.compile(r"#\d+~\d+$")
@@ -68,9 +74,18 @@ class VectorWriter:
         self.feed = ChangeFeed(self.vault, with_text=False)
 
     def pull(self) -> Pending:
-        """The notes to (re)write and delete since the last refresh (writer held)."""
+        """The notes to (re)write and delete since the last refresh (writer held).
+
+        A new process starts from the notes whose file is the one their vectors were made
+        from (same stamp), so that it reads only the others: without the stamps, its
+        first pull read and chunked every note of the vault to find the few that changed.
+        """
         first = not self.feed.started
-        changes = self.feed.pull()
+        if first:
+            self.vault.refresh(keep_text=False)
+            changes = self.feed.start_from(self._current_notes())
+        else:
+            changes = self.feed.pull()
         removed = set(changes.removed)
         updated = []
         for info, _text in changes.updated:
@@ -81,6 +96,22 @@ class VectorWriter:
         if first:
             updated.extend(self._reconcile_store(removed, {info.path for info in updated}))
         return Pending(tuple(updated), tuple(sorted(removed)))
+
+    def stamp(self, info: NoteInfo) -> str:
+        """What tells that a note's vectors were made from this file, chunked as now."""
+        mtime_ms, size, changed_ns = info.content_stamp
+        settings = f"{INDEX_FORMAT}/{CHUNK_SIZE}/{self.window_chars}/{self.window_overlap}"
+        return f"{settings}|{mtime_ms!r}|{size}|{changed_ns}"
+
+    def _current_notes(self) -> list[str]:
+        """Searchable notes whose finished vectors were made from the file as it is now."""
+        stamps = self.records.stamps()
+        finished = self.records.hashes()
+        return [
+            path
+            for path, info in self.vault.notes.items()
+            if info.searchable and finished.get(path) and stamps.get(path) == self.stamp(info)
+        ]
 
     def _reconcile_store(self, removed: set[str], queued: set[str]) -> list[NoteInfo]:
         """Once per process: records of deleted notes, half-written notes, lost vectors.
@@ -124,13 +155,21 @@ class VectorWriter:
             # index of a large vault would hold all its text).
             todo: list[NoteInfo] = []
             texts_total = 0
+            # Notes read again and found as their vectors knew them, stamped as they go: a
+            # one-shot command may end before this pass does, and the next keeps its work.
+            confirmed: dict[str, str] = {}
             for info in pending.updated:
                 changed = self._changed_windows(info)
                 if changed is None:
                     report.unchanged += 1
+                    confirmed[info.path] = self.stamp(info)
+                    if len(confirmed) >= _STAMPS_PER_WRITE:
+                        self.records.set_stamps(confirmed)
+                        confirmed.clear()
                 elif changed:
                     todo.append(info)
                     texts_total += changed
+            self.records.set_stamps(confirmed)
             texts_done = 0
 
             def progress(notes_done: int) -> None:
@@ -227,7 +266,8 @@ class VectorWriter:
         if documents:
             self.store.add_documents(documents, ids=[doc.id for doc in documents])
         self.records.finish_write(
-            {info.path: (digest, new_ids[info.path]) for info, digest, _c in batch}
+            {info.path: (digest, new_ids[info.path]) for info, digest, _c in batch},
+            {info.path: self.stamp(info) for info, _d, _c in batch},
         )
 
     def delete(self, ids: Sequence[str]) -> None:
