@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
+from langchain_vaultsearch.semantic import vector_writer
 from langchain_vaultsearch.semantic.index import (
     EmbeddingModelMismatchError,
     IndexLockedError,
@@ -115,6 +117,13 @@ def test_arefresh_indexes_while_the_event_loop_keeps_running(
     assert index.verify().ok
 
 
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes run an hour after the vault's files last changed: every stamp is kept."""
+    monkeypatch.setattr(vector_writer, "wall_clock", lambda: time.time() + 3600)
+
+
+@pytest.mark.usefixtures("settled")
 def test_touch_rename_and_restart_embed_nothing(
     vault_dir: Path, model: CountingEmbedding, touch: Callable[[Path, str, int], None]
 ) -> None:
@@ -146,6 +155,7 @@ def test_touch_rename_and_restart_embed_nothing(
     assert restarted.verify().ok
 
 
+@pytest.mark.usefixtures("settled")
 def test_a_new_process_reads_again_only_the_notes_changed_since_their_vectors(
     vault_dir: Path, model: CountingEmbedding, touch: Callable[[Path, str, int], None]
 ) -> None:
@@ -165,6 +175,7 @@ def test_a_new_process_reads_again_only_the_notes_changed_since_their_vectors(
     assert again.refresh().unchanged == 0  # both are stamped now
 
 
+@pytest.mark.usefixtures("settled")
 def test_records_without_stamps_read_every_note_once_then_none(
     vault_dir: Path, model: CountingEmbedding
 ) -> None:
@@ -202,6 +213,69 @@ def test_edit_re_embeds_that_note_only_and_delete_removes_its_vectors(
     assert report.removed == ["Projects/Beta/Notes.md"]
     assert not [i for i in store.store if i.startswith("Projects/Beta/Notes.md#")]
     assert index.verify().ok
+
+
+def test_files_changed_just_before_a_write_are_read_again_by_the_next_process(
+    vault_dir: Path, model: CountingEmbedding
+) -> None:
+    # A coarse clock (FAT, HFS+) could give a second write within the same tick the same
+    # stamp: a file changed less than SETTLE_S before the write is not stamped.
+    store = InMemoryVectorStore(embedding=model)
+    index = make_index(vault_dir, model, store)
+    index.refresh()  # the fixture wrote every note a moment ago
+    notes = sum(1 for info in index.vault.notes.values() if info.searchable)
+    index.close()
+    assert make_index(vault_dir, model, store).refresh().unchanged == notes
+
+
+@pytest.mark.usefixtures("settled")
+def test_a_stamp_beside_another_text_hash_is_not_trusted(
+    vault_dir: Path, model: CountingEmbedding
+) -> None:
+    store = InMemoryVectorStore(embedding=model)
+    index = make_index(vault_dir, model, store)
+    index.refresh()
+    index.close()
+    # What an earlier version, which keeps no stamps, leaves after writing a note's vectors
+    # with other settings: another text hash beside the stamp of this version's write.
+    with contextlib.closing(sqlite3.connect(vault_dir.parent / "records.sqlite3")) as db:
+        db.execute("UPDATE notes SET text_hash = 'written-elsewhere' WHERE path = 'C# Notes.md'")
+        db.commit()
+    restarted = make_index(vault_dir, model, store)
+    report = restarted.refresh()
+    assert report.updated == ["C# Notes.md"]
+    assert restarted.verify().ok
+
+
+@pytest.mark.usefixtures("settled")
+def test_an_edit_another_reader_refreshes_while_a_new_process_starts_is_read(
+    vault_dir: Path,
+    model: CountingEmbedding,
+    touch: Callable[[Path, str, int], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = InMemoryVectorStore(embedding=model)
+    index = make_index(vault_dir, model, store)
+    index.refresh()
+    index.close()
+    note = vault_dir / "C# Notes.md"
+    current_notes = vector_writer.VectorWriter._current_notes
+
+    def then_edited(writer: vector_writer.VectorWriter) -> list[str]:
+        found = current_notes(writer)
+        assert "C# Notes.md" in found
+        # Another reader of the shared vault (a lexical search) refreshes it meanwhile.
+        touch(note, "# C# Notes\n\nPattern matching with records.\n", 20)
+        writer.vault.refresh()
+        return found
+
+    monkeypatch.setattr(vector_writer.VectorWriter, "_current_notes", then_edited)
+    restarted = make_index(vault_dir, model, store)
+    first = restarted.refresh()
+    monkeypatch.setattr(vector_writer.VectorWriter, "_current_notes", current_notes)
+    second = restarted.refresh()
+    assert [*first.updated, *second.updated] == ["C# Notes.md"]
+    assert restarted.verify().ok
 
 
 def test_another_model_is_refused_until_rebuilt(vault_dir: Path, model: CountingEmbedding) -> None:

@@ -52,11 +52,15 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 _STAMPS = """
-CREATE TABLE IF NOT EXISTS stamps (path TEXT PRIMARY KEY, stamp TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS stamps (
+    path TEXT PRIMARY KEY, stamp TEXT NOT NULL, text_hash TEXT NOT NULL
+);
 """
 """Which file each finished note's vectors were made from, so a new process reads only the
-notes whose file changed. A table of its own: a file an earlier version wrote gains it
-when next opened for writing, and one opened read-only is read without it."""
+notes whose file changed; with the text hash it was recorded beside, as a writer that does
+not keep stamps (an earlier version) changes the hash and leaves the stamp. A table of its
+own: a file an earlier version wrote gains it when next opened for writing, and one opened
+read-only is read without it."""
 
 
 def holds_records(path: Path) -> bool:
@@ -215,31 +219,35 @@ class IndexRecords:
             rows = self._db.execute("SELECT path, text_hash FROM notes").fetchall()
         return {str(path): digest for path, digest in rows}
 
-    def stamps(self) -> dict[str, str]:
-        """Path -> the stamp of the file a finished note's vectors were made from.
+    def stamps(self) -> dict[str, tuple[str, str]]:
+        """Path -> (stamp, text hash): the file a finished note's vectors were made from.
 
         Empty for a read-only file an earlier version wrote (it has no stamps): every
         note is then read again, as before stamps.
         """
         with self._lock:
             try:
-                rows = self._db.execute("SELECT path, stamp FROM stamps").fetchall()
+                rows = self._db.execute("SELECT path, stamp, text_hash FROM stamps").fetchall()
             except sqlite3.OperationalError:  # no such table: not written since stamps
                 return {}
-        return {str(path): str(stamp) for path, stamp in rows}
+        return {str(path): (str(stamp), str(digest)) for path, stamp, digest in rows}
 
-    def set_stamps(self, stamps: Mapping[str, str]) -> None:
-        """Record the files notes' current vectors were made from (nothing when read-only)."""
+    def set_stamps(self, stamps: Mapping[str, tuple[str, str]]) -> None:
+        """Record the files notes' current vectors were made from: (stamp, text hash).
+
+        Nothing when read-only.
+        """
         if self.read_only or not stamps:
             return
         with self._lock, self._transaction():
             self._set_stamps(stamps)
 
-    def _set_stamps(self, stamps: Mapping[str, str]) -> None:
+    def _set_stamps(self, stamps: Mapping[str, tuple[str, str]]) -> None:
         self._db.executemany(
-            "INSERT INTO stamps(path, stamp) VALUES (?, ?) "
-            "ON CONFLICT(path) DO UPDATE SET stamp = excluded.stamp",
-            list(stamps.items()),
+            "INSERT INTO stamps(path, stamp, text_hash) VALUES (?, ?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET "
+            "stamp = excluded.stamp, text_hash = excluded.text_hash",
+            [(path, stamp, digest) for path, (stamp, digest) in stamps.items()],
         )
 
     def begin_write(self, pending: dict[str, Sequence[str]]) -> None:
@@ -257,8 +265,8 @@ class IndexRecords:
     ) -> None:
         """Record notes whose vectors are all in the store: (text hash, vector ids).
 
-        With the stamps of the files they were made from, in the same transaction: a
-        note's stamp never outlives the vectors it describes.
+        With the stamps of the files they were made from (of the notes that have one), in
+        the same transaction: a note's stamp never outlives the vectors it describes.
         """
         with self._lock, self._transaction():
             for path, (digest, ids) in done.items():
@@ -269,7 +277,7 @@ class IndexRecords:
                     "pending_ids = NULL",
                     (path, digest, json.dumps(list(ids))),
                 )
-            self._set_stamps(stamps)
+            self._set_stamps({path: (stamp, done[path][0]) for path, stamp in stamps.items()})
 
     def forget(self, paths: Iterable[str]) -> None:
         """Drop the records of notes whose vectors were deleted."""

@@ -31,6 +31,10 @@ INDEX_FORMAT = "vaultsearch-vectors-1"
 Change it with the chunking: a new process reads again only the notes whose file or stamp
 changed (`stamp`), so a chunker that cuts unchanged files differently is not seen without it.
 """
+SETTLE_S = 2.0
+"""How long before a write began a file must have last changed for its stamp to be kept."""
+wall_clock = time.time
+"""The clock `SETTLE_S` is measured on (the files' times are wall-clock times)."""
 _STAMPS_PER_WRITE = 256
 """Stamps of notes found unchanged, written together (one transaction each)."""
 # The ids this index gives vectors: `<chunk id>~<window>`; others in a shared store are
@@ -83,7 +87,8 @@ class VectorWriter:
         first = not self.feed.started
         if first:
             self.vault.refresh(keep_text=False)
-            changes = self.feed.start_from(self._current_notes())
+            as_of = self.feed.snapshot()  # before the notes are looked at: see `start_from`
+            changes = self.feed.start_from(self._current_notes(), as_of=as_of)
         else:
             changes = self.feed.pull()
         removed = set(changes.removed)
@@ -104,14 +109,29 @@ class VectorWriter:
         return f"{settings}|{mtime_ms!r}|{size}|{changed_ns}"
 
     def _current_notes(self) -> list[str]:
-        """Searchable notes whose finished vectors were made from the file as it is now."""
+        """Searchable notes whose finished vectors were made from the file as it is now.
+
+        A stamp counts only beside the text hash it was written with: a writer that does
+        not keep stamps (an earlier version of this package) changes the hash, not the
+        stamp, and the note is read again.
+        """
         stamps = self.records.stamps()
         finished = self.records.hashes()
-        return [
-            path
-            for path, info in self.vault.notes.items()
-            if info.searchable and finished.get(path) and stamps.get(path) == self.stamp(info)
-        ]
+        current = []
+        for path, info in self.vault.notes.items():
+            digest = finished.get(path)
+            if info.searchable and digest and stamps.get(path) == (self.stamp(info), digest):
+                current.append(path)
+        return current
+
+    def _settled(self, info: NoteInfo, since_ms: float) -> bool:
+        """Whether a file last changed before `since_ms`, so that any later write restamps it.
+
+        On a clock of coarse ticks (FAT: 2 s, HFS+: 1 s) a second write of the same size
+        within the tick of the one read keeps the stamp: a file changed that recently is
+        left unstamped, and the next process reads it again.
+        """
+        return max(info.mtime_ms, info.changed_ns / 1e6) < since_ms
 
     def _reconcile_store(self, removed: set[str], queued: set[str]) -> list[NoteInfo]:
         """Once per process: records of deleted notes, half-written notes, lost vectors.
@@ -146,6 +166,7 @@ class VectorWriter:
         """Apply pulled changes to the store and the records (writer held)."""
         report = RefreshReport()
         started = time.monotonic()
+        since_ms = (wall_clock() - SETTLE_S) * 1000.0  # before any file is read
         embedded_before = self.cached_embeddings.texts_embedded
         total = len(pending.updated)
         try:
@@ -157,12 +178,14 @@ class VectorWriter:
             texts_total = 0
             # Notes read again and found as their vectors knew them, stamped as they go: a
             # one-shot command may end before this pass does, and the next keeps its work.
-            confirmed: dict[str, str] = {}
+            confirmed: dict[str, tuple[str, str]] = {}
             for info in pending.updated:
                 changed = self._changed_windows(info)
                 if changed is None:
                     report.unchanged += 1
-                    confirmed[info.path] = self.stamp(info)
+                    record = self.records.note(info.path)
+                    if record is not None and record.text_hash and self._settled(info, since_ms):
+                        confirmed[info.path] = (self.stamp(info), record.text_hash)
                     if len(confirmed) >= _STAMPS_PER_WRITE:
                         self.records.set_stamps(confirmed)
                         confirmed.clear()
@@ -195,7 +218,7 @@ class VectorWriter:
                     batch.append((info, self.digest(chunks), chunks))
                     windows += sum(len(self.windows(c)) for c in chunks)
                 if windows >= self.cached_embeddings.batch_size or done == len(todo):
-                    self._store_batch(batch, report)
+                    self._store_batch(batch, report, since_ms)
                     texts_done += windows
                     batch, windows = [], 0
                     progress(total - len(todo) + done)
@@ -231,7 +254,10 @@ class VectorWriter:
         report.removed.extend(r.path for r in records)
 
     def _store_batch(
-        self, batch: list[tuple[NoteInfo, str, list[Chunk]]], report: RefreshReport
+        self,
+        batch: list[tuple[NoteInfo, str, list[Chunk]]],
+        report: RefreshReport,
+        since_ms: float,
     ) -> None:
         """Write a batch of notes: pending ids first, then the store, then the records."""
         if not batch:
@@ -267,7 +293,11 @@ class VectorWriter:
             self.store.add_documents(documents, ids=[doc.id for doc in documents])
         self.records.finish_write(
             {info.path: (digest, new_ids[info.path]) for info, digest, _c in batch},
-            {info.path: self.stamp(info) for info, _d, _c in batch},
+            {
+                info.path: self.stamp(info)
+                for info, _d, _c in batch
+                if self._settled(info, since_ms)
+            },
         )
 
     def delete(self, ids: Sequence[str]) -> None:
