@@ -117,6 +117,15 @@ def test_arefresh_indexes_while_the_event_loop_keeps_running(
     assert index.verify().ok
 
 
+def indexed_by_an_ended_process(vault_dir: Path, model: CountingEmbedding) -> InMemoryVectorStore:
+    """The vault indexed by a process that has ended: the store it leaves the next one."""
+    store = InMemoryVectorStore(embedding=model)
+    index = make_index(vault_dir, model, store)
+    index.refresh()
+    index.close()
+    return store
+
+
 @pytest.fixture
 def settled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Writes run an hour after the vault's files last changed: every stamp is kept."""
@@ -159,10 +168,7 @@ def test_touch_rename_and_restart_embed_nothing(
 def test_a_new_process_reads_again_only_the_notes_changed_since_their_vectors(
     vault_dir: Path, model: CountingEmbedding, touch: Callable[[Path, str, int], None]
 ) -> None:
-    store = InMemoryVectorStore(embedding=model)
-    index = make_index(vault_dir, model, store)
-    index.refresh()
-    index.close()
+    store = indexed_by_an_ended_process(vault_dir, model)
     touch(vault_dir / "C# Notes.md", "# C# Notes\n\nPattern matching with records.\n", 20)
     lesson = vault_dir / "Piano/Lesson 1.md"
     touch(lesson, lesson.read_text(encoding="utf-8"), 20)  # a new stamp, the same text
@@ -179,17 +185,14 @@ def test_a_new_process_reads_again_only_the_notes_changed_since_their_vectors(
 def test_records_without_stamps_read_every_note_once_then_none(
     vault_dir: Path, model: CountingEmbedding
 ) -> None:
-    store = InMemoryVectorStore(embedding=model)
-    index = make_index(vault_dir, model, store)
-    index.refresh()
-    notes = sum(1 for info in index.vault.notes.values() if info.searchable)
-    index.close()
+    store = indexed_by_an_ended_process(vault_dir, model)
     path = vault_dir.parent / "records.sqlite3"
     with contextlib.closing(sqlite3.connect(path)) as db:  # an earlier version's: no stamps
         db.execute("DROP TABLE stamps")
         db.commit()
     first = make_index(vault_dir, model, store)
-    assert first.refresh().unchanged == notes
+    report = first.refresh()
+    assert report.unchanged == sum(1 for info in first.vault.notes.values() if info.searchable)
     first.close()
     second = make_index(vault_dir, model, store)
     assert second.refresh().unchanged == 0
@@ -220,22 +223,17 @@ def test_files_changed_just_before_a_write_are_read_again_by_the_next_process(
 ) -> None:
     # A coarse clock (FAT, HFS+) could give a second write within the same tick the same
     # stamp: a file changed less than SETTLE_S before the write is not stamped.
-    store = InMemoryVectorStore(embedding=model)
-    index = make_index(vault_dir, model, store)
-    index.refresh()  # the fixture wrote every note a moment ago
-    notes = sum(1 for info in index.vault.notes.values() if info.searchable)
-    index.close()
-    assert make_index(vault_dir, model, store).refresh().unchanged == notes
+    store = indexed_by_an_ended_process(vault_dir, model)  # of notes written a moment ago
+    restarted = make_index(vault_dir, model, store)
+    report = restarted.refresh()
+    assert report.unchanged == sum(1 for info in restarted.vault.notes.values() if info.searchable)
 
 
 @pytest.mark.usefixtures("settled")
 def test_a_stamp_beside_another_text_hash_is_not_trusted(
     vault_dir: Path, model: CountingEmbedding
 ) -> None:
-    store = InMemoryVectorStore(embedding=model)
-    index = make_index(vault_dir, model, store)
-    index.refresh()
-    index.close()
+    store = indexed_by_an_ended_process(vault_dir, model)
     # What an earlier version, which keeps no stamps, leaves after writing a note's vectors
     # with other settings: another text hash beside the stamp of this version's write.
     with contextlib.closing(sqlite3.connect(vault_dir.parent / "records.sqlite3")) as db:
@@ -254,10 +252,7 @@ def test_an_edit_another_reader_refreshes_while_a_new_process_starts_is_read(
     touch: Callable[[Path, str, int], None],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    store = InMemoryVectorStore(embedding=model)
-    index = make_index(vault_dir, model, store)
-    index.refresh()
-    index.close()
+    store = indexed_by_an_ended_process(vault_dir, model)
     note = vault_dir / "C# Notes.md"
     current_notes = vector_writer.VectorWriter._current_notes
 
