@@ -33,6 +33,7 @@ from langchain_vaultsearch.safe_archive import (
     write_atomically,
     write_npz,
 )
+from langchain_vaultsearch.search import lexical_index as lexical_index_module
 from langchain_vaultsearch.search.core import SearchCore
 from langchain_vaultsearch.search.index_cache import index_path, load_index
 from langchain_vaultsearch.search.lexical_index import IndexPolicy
@@ -714,3 +715,43 @@ def test_an_index_folder_this_user_cannot_look_into_leaves_search_working(
     assert "Not reading a saved search index" in caplog.text
     assert "Permission denied" in caplog.text
     assert saved.stat().st_size > 0  # left for its owner
+
+
+def test_an_edit_another_reader_refreshes_while_the_saved_index_loads_is_searched(
+    tmp_path: Path, touch: Callable[[Path, str, int], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(30))
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
+    touch(root / "Kraken.md", "Now about the narwhal instead.\n", 10)
+    load = lexical_index_module.load_index
+
+    def then_refreshed(vault: Vault, *args: Any, **kwargs: Any) -> Any:
+        loaded = load(vault, *args, **kwargs)
+        vault.refresh()  # another reader of the shared vault (the vector index's feed)
+        return loaded
+
+    monkeypatch.setattr(lexical_index_module, "load_index", then_refreshed)
+    core = SearchCore(Vault(root), policy=SMALL)
+    assert [r.id for r in core.retrieve("narwhal").results] == ["Kraken.md#0"]
+    assert core.retrieve("migration").results == []
+
+
+def test_an_edit_refreshed_while_a_read_vault_compares_the_saved_index_is_searched(
+    tmp_path: Path, touch: Callable[[Path, str, int], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_vault(tmp_path / "vault", notes(30))
+    SearchCore(Vault(root), policy=SMALL).retrieve("walrus")
+    vault = Vault(root)
+    vault.refresh()  # another reader first: the saved rows are compared, not adopted
+    compare = Vault.unchanged_notes
+
+    def then_edited(self: Vault, saved: Any) -> list[str]:
+        current = compare(self, saved)
+        assert "Kraken.md" in current
+        touch(root / "Kraken.md", "Now about the narwhal instead.\n", 10)
+        self.refresh()  # that reader again, between the comparison and the feed's start
+        return current
+
+    monkeypatch.setattr(Vault, "unchanged_notes", then_edited)
+    core = SearchCore(vault, policy=SMALL)
+    assert [r.id for r in core.retrieve("narwhal").results] == ["Kraken.md#0"]

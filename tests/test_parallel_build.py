@@ -44,7 +44,7 @@ def contents(path: Path, root: Path) -> dict[str, Any]:
     vault = Vault(root, max_note_bytes=4096, watch=False)
     loaded = load_index(vault, path)
     assert loaded is not None
-    index, current, _pages = loaded
+    index, current = loaded.recall, loaded.current
     terms = index.vocabulary.terms()
     postings = {
         term: sorted(p for p, _score in index.candidates([term], 100))

@@ -209,11 +209,14 @@ class LoadedIndex(NamedTuple):
         recall: the recall index over the file's arrays.
         current: paths of the vault's notes it is current for.
         pages: the mapped file, whose pages the holder may release.
+        as_of: the vault's version and note revisions `current` holds for (see
+            `Vault.snapshot`), for the holder's `ChangeFeed.start_from`.
     """
 
     recall: RecallIndex
     current: list[str]
     pages: MappedArchive
+    as_of: tuple[int, dict[str, int]]
 
 
 def load_index(
@@ -296,10 +299,13 @@ def load_index(
             ),
         )
         archive.release_pages()
+        version = vault.version
         if vault.adopt(saved, graph) == 0 and len(saved.live_paths()):
+            as_of = vault.snapshot()  # before the stamps are compared: see `snapshot`
             current = vault.unchanged_notes(saved)
         else:
             current = saved.live_paths()
+            as_of = (version, vault.adopted_revisions(saved, current))
     except UNREADABLE as exc:
         discard(path, "the saved search index", exc)
         return None
@@ -311,7 +317,7 @@ def load_index(
     index = RecallIndex.from_snapshot(snapshot, searchable)
     # Notes the vault did not adopt (frontmatter JSON cannot carry) are read again.
     index.apply(removed=[p for p in paths if p not in live])
-    return LoadedIndex(index, current, archive)
+    return LoadedIndex(index, current, archive, as_of)
 
 
 def postings_from(

@@ -178,10 +178,10 @@ class LexicalIndex:
         )
         if loaded is None:
             return False
-        self.recall, indexed, self._pages = loaded
+        self.recall, self._pages = loaded.recall, loaded.pages
         self._resident.reset()
-        self._apply(self.feed.start_from(indexed))
-        if len(indexed) >= self.policy.freeze_after_notes:
+        self._apply(self.feed.start_from(loaded.current, as_of=loaded.as_of))
+        if len(loaded.current) >= self.policy.freeze_after_notes:
             _freeze_long_lived_objects()
         return True
 

@@ -87,7 +87,7 @@ class VectorWriter:
         first = not self.feed.started
         if first:
             self.vault.refresh(keep_text=False)
-            as_of = self.feed.snapshot()  # before the notes are looked at: see `start_from`
+            as_of = self.vault.snapshot()  # before the notes are looked at
             changes = self.feed.start_from(self._current_notes(), as_of=as_of)
         else:
             changes = self.feed.pull()

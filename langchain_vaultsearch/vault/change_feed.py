@@ -66,15 +66,6 @@ class ChangeFeed:
         self._advance(changes)
         return changes
 
-    def snapshot(self) -> tuple[int, dict[str, int]]:
-        """The vault's version and each note's revision, for `start_from`.
-
-        The version is read first: a refresh by another reader landing between the two
-        reads leaves it behind the revisions, and the next pull reconciles.
-        """
-        version = self.vault.version
-        return version, dict(self.vault.revisions())
-
     def start_from(
         self, applied: Iterable[str], *, as_of: tuple[int, dict[str, int]] | None = None
     ) -> VaultChanges:
@@ -82,16 +73,17 @@ class ChangeFeed:
 
         Args:
             applied: paths of the notes whose current record the index was built from.
-            as_of: the `snapshot` taken before the holder looked at the notes to decide
-                `applied` (default: one taken now). A note another reader's refresh
-                changed after it keeps its older revision here, so the next pull reads it
-                again instead of counting the new one as applied.
+            as_of: the vault's version and revisions `applied` is current at
+                (`Vault.snapshot` taken before the holder looked at the notes; default:
+                one taken now). A note another reader's refresh changed after it keeps its
+                older revision here, so the next pull reads it again instead of counting
+                the new one as applied.
 
         Returns:
             The changes between those notes and the vault's when another reader
             refreshed the vault first (counted as applied), else nothing.
         """
-        version, revisions = as_of if as_of is not None else self.snapshot()
+        version, revisions = as_of if as_of is not None else self.vault.snapshot()
         self._applied = {path: revisions[path] for path in applied if path in revisions}
         self._version = version
         changes = self._reconcile(VaultChanges(), revisions)

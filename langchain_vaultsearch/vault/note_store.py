@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -219,6 +219,14 @@ class NoteStore:
             self._graph = graph
             self.version += 1
             return int(saved.live.sum())
+
+    def adopted_revisions(self, saved: SavedNotes, paths: Iterable[str]) -> dict[str, int]:
+        """The revisions `adopt` gave these rows, whatever a refresh changed since.
+
+        What an index loaded with the rows is current at: a note another reader's refresh
+        read again meanwhile has another revision now, and the index reads it again.
+        """
+        return {path: _saved_revision(saved.rows[path]) for path in paths}
 
     def unchanged_notes(self, saved: SavedNotes) -> list[str]:
         """The notes held now whose file is the one a saved row was made from.

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -184,6 +184,21 @@ class Vault:
         See `NoteStore.revisions`.
         """
         return self._records.revisions()
+
+    def snapshot(self) -> tuple[int, dict[str, int]]:
+        """The version and each note's revision, for an index starting from a saved state.
+
+        Taken before the index decides which notes it is current for
+        (`ChangeFeed.start_from`): a refresh by another reader after it leaves a changed
+        note's revision differing from the snapshot's, so the index reads it again. The
+        version is read first, so a refresh between the two reads is reconciled too.
+        """
+        version = self.version
+        return version, dict(self.revisions())
+
+    def adopted_revisions(self, saved: SavedNotes, paths: Iterable[str]) -> dict[str, int]:
+        """The revisions adopted rows were given (`NoteStore.adopted_revisions`)."""
+        return self._records.adopted_revisions(saved, paths)
 
     def saved_row(self, path: str) -> SavedRow | None:
         """What a saved index keeps of a note (`NoteStore.saved_row`), or None if unknown."""
