@@ -557,7 +557,7 @@ class VaultSearch:
         self.vault.refresh()
         status: dict[str, Any] = {
             "vault": str(self.vault.root),
-            "notes": sum(1 for info in self.vault.notes.values() if info.searchable),
+            "notes": len(self.vault.searchable_paths()),
             "lexical_index_ready": self.lexical.index_ready,
             "semantic": None,
         }

@@ -273,6 +273,24 @@ def test_an_edit_another_reader_refreshes_while_a_new_process_starts_is_read(
     assert restarted.verify().ok
 
 
+def test_notes_the_rules_leave_out_are_not_counted_as_unembedded(
+    vault_dir: Path, model: CountingEmbedding
+) -> None:
+    index = VaultIndex(
+        vault=Vault(vault_dir, exclusions=["Piano/"]),
+        embeddings=model,
+        vectorstore=lambda embedding: InMemoryVectorStore(embedding=embedding),
+        records_path=vault_dir.parent / "records.sqlite3",
+    )
+    index.refresh()
+    assert "Piano/Lesson 1.md" in index.vault.notes
+    assert "Piano/Lesson 1.md" not in index.vault.searchable_paths()
+    assert index.notes_unembedded == 0
+    (vault_dir / "Okapi.md").write_text("# Okapi\n\nAn okapi appears.\n", encoding="utf-8")
+    index.vault.refresh()
+    assert index.notes_unembedded == 1
+
+
 def test_another_model_is_refused_until_rebuilt(vault_dir: Path, model: CountingEmbedding) -> None:
     store = InMemoryVectorStore(embedding=model)
     make_index(vault_dir, model, store).refresh()

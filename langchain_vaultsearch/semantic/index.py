@@ -519,8 +519,7 @@ class VaultIndex:
         records (a changed note's previous vectors count as embedded).
         """
         hashes = self.records.hashes()
-        searchable = (path for path, info in self.vault.notes.items() if info.searchable)
-        return sum(1 for path in searchable if not hashes.get(path))
+        return sum(1 for path in self.vault.searchable_paths() if not hashes.get(path))
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for a background refresh; True when none is running any more."""

@@ -102,9 +102,13 @@ class VectorWriter:
             updated.extend(self._reconcile_store(removed, {info.path for info in updated}))
         return Pending(tuple(updated), tuple(sorted(removed)))
 
-    def stamp(self, info: NoteInfo) -> str:
-        """What tells that a note's vectors were made from this file, chunked as now."""
-        mtime_ms, size, changed_ns = info.content_stamp
+    def stamp(self, content_stamp: tuple[float, int, int]) -> str:
+        """What tells that a note's vectors were made from this file, chunked as now.
+
+        Args:
+            content_stamp: the file's `NoteInfo.content_stamp`.
+        """
+        mtime_ms, size, changed_ns = content_stamp
         settings = f"{INDEX_FORMAT}/{CHUNK_SIZE}/{self.window_chars}/{self.window_overlap}"
         return f"{settings}|{mtime_ms!r}|{size}|{changed_ns}"
 
@@ -118,9 +122,10 @@ class VectorWriter:
         stamps = self.records.stamps()
         finished = self.records.hashes()
         current = []
-        for path, info in self.vault.notes.items():
+        for path in self.vault.searchable_paths():
             digest = finished.get(path)
-            if info.searchable and digest and stamps.get(path) == (self.stamp(info), digest):
+            content = self.vault.content_stamp(path)  # not the record: nothing is decoded
+            if digest and content and stamps.get(path) == (self.stamp(content), digest):
                 current.append(path)
         return current
 
@@ -185,7 +190,7 @@ class VectorWriter:
                     report.unchanged += 1
                     record = self.records.note(info.path)
                     if record is not None and record.text_hash and self._settled(info, since_ms):
-                        confirmed[info.path] = (self.stamp(info), record.text_hash)
+                        confirmed[info.path] = (self.stamp(info.content_stamp), record.text_hash)
                     if len(confirmed) >= _STAMPS_PER_WRITE:
                         self.records.set_stamps(confirmed)
                         confirmed.clear()
@@ -294,7 +299,7 @@ class VectorWriter:
         self.records.finish_write(
             {info.path: (digest, new_ids[info.path]) for info, digest, _c in batch},
             {
-                info.path: self.stamp(info)
+                info.path: self.stamp(info.content_stamp)
                 for info, _d, _c in batch
                 if self._settled(info, since_ms)
             },

@@ -248,6 +248,16 @@ class Vault:
         """
         return self._records.notes
 
+    def searchable_paths(self) -> list[str]:
+        """Paths of the notes the inclusions and exclusions leave searchable.
+
+        Without rules that is every note, listed without decoding the records a saved
+        index adopted: decoding them all took about 1 s on the 6,280-note help vault.
+        """
+        if not (self.inclusions or self.exclusions):
+            return list(self.notes)
+        return [path for path, info in self.notes.items() if info.searchable]
+
     def get(self, path: str) -> NoteInfo | None:
         """The record of one note, or None (checked against the note if it was adopted)."""
         return self._records.get(path)
