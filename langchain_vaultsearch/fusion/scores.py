@@ -15,7 +15,7 @@ descending (`result_order`). Three methods, chosen per call:
   weighted sum, so a chunk both sides found rises above chunks only one side found, and each
   side's confidence still counts. With `note_scores`, a chunk one side did not return takes
   its note's best score on that side (readers and nDCG count notes); merged search leaves it
-  off: chosen on five judged vaults it was no better (`benchmarks/fusion_lovo.py`). Given the
+  off: chosen on six judged vaults it was no better (`benchmarks/fusion_lovo.py`). Given the
   query's terms, the lexical weight also follows their coverage: the share of them the best
   lexical hits contain, each term weighed by its rarity in the vault when that is known
   (`term_weights`), so "que", "una" or "use" count little and a word no note holds (a typo
