@@ -77,6 +77,31 @@ def test_tag_query_finds_body_tag(ft_vault: tuple[Vault, RecallIndex, ChunkCache
     assert hits[0].matches == [{"field": "body", "query": "rareterm", "weight": 1.0}]
 
 
+def test_a_tag_term_counts_where_tags_live_not_again_in_the_text(tmp_path: Path) -> None:
+    """`#macapp windows`: both apps carry the tag; the one about windows comes first.
+
+    An inline `#macapp` in a note's text is the tag, already in its tags field: counted
+    again as a body match, it ranked a note that only repeats the tag above the one about
+    the question's words (a judged Chinese vault's `#macOS软件 窗口管理`).
+    """
+    notes = {
+        "Amphetamine.md": "---\ntags: [macapp]\n---\n\nKeeps the mac awake. #macapp\n",
+        "Rectangle.md": (
+            "---\ntags: [macapp]\n---\n\nSnap and tile windows to the screen edges, "
+            "a long line of text here.\n"
+        ),
+    }
+    notes.update({f"win{i}.md": f"Windows note {i}: windows update and drivers." for i in range(6)})
+    write(tmp_path, notes)
+    vault, index = open_vault(tmp_path)
+    setup = (vault, index, ChunkCache(vault))
+
+    hits = rank(setup, ["windows", "#macapp"])
+
+    assert hit_ids(hits)[:2] == ["Rectangle.md#0", "Amphetamine.md#0"]
+    assert {m["field"] for m in hits[1].matches if m["query"] == "#macapp"} == {"tags"}
+
+
 def test_title_and_path_hits_outrank_body_only(
     ft_vault: tuple[Vault, RecallIndex, ChunkCache],
 ) -> None:

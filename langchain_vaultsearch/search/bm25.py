@@ -130,7 +130,13 @@ def rank_chunks(
         lengths = np.fromiter((len(s) for s in term_sets), dtype=np.float64, count=count)
         average = float(lengths.mean())
         weight = FIELD_WEIGHTS[name]
-        for query_index, expanded in enumerate(expansions.values()):
+        for query_index, (query_term, expanded) in enumerate(expansions.items()):
+            if query_term.startswith("#") and name != "tags":
+                # A `#tag` is matched where tags live: an inline `#tag` in the text is
+                # already in the tags field, and counted again it ranks a note that
+                # repeats the tag above one about the query's words. Its bare word
+                # (`tag`) still matches anywhere.
+                continue
             for term, prefix_weight in expanded:
                 docs = holders.get(term)
                 if docs is None:
