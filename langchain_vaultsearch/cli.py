@@ -210,6 +210,13 @@ def _add_vault_arguments(parser: argparse.ArgumentParser) -> None:
         help="embedding model for semantic search: huggingface:NAME_OR_FOLDER, openai:MODEL"
         " (default: the model the vault's vector index was built with, if any)",
     )
+    parser.add_argument(
+        "--multilingual",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the model reads Chinese, Japanese or Korean, so CJK queries go to it (default:"
+        " as the index recorded, else guessed from the model's name); kept with the index",
+    )
     parser.add_argument("--chroma-host", default=None, help="a Chroma server for the vectors")
     parser.add_argument("--chroma-port", type=int, default=8000, help="its port (default 8000)")
     if parser.prog.split()[-1] in ("search", "context", "ask", "mcp"):
@@ -328,6 +335,7 @@ def _open(
             embeddings=args.embeddings,
             chroma_host=args.chroma_host,
             chroma_port=args.chroma_port,
+            multilingual=args.multilingual,
             query_expander=expander,
             watch=watch,
             rebuild=rebuild,
@@ -432,6 +440,8 @@ def _search_chunks(args: argparse.Namespace) -> int:
     for option in ("expand", "include", "exclude", "embeddings", "chroma_host", "tag", "time"):
         if getattr(args, option):
             raise UsageError(f"--{option.replace('_', '-')} applies to vault searches")
+    if args.multilingual is not None:
+        raise UsageError("--multilingual applies to vault searches")
     if args.mode != "auto":
         raise UsageError("--mode applies to vault searches; --chunks is keyword search")
     filters: dict[str, Any] = {}

@@ -141,6 +141,7 @@ class VaultSearch:
         chroma_host: str | None = None,
         chroma_port: int = 8000,
         persist_directory: str | os.PathLike[str] | None = None,
+        multilingual: bool | None = None,
         query_expander: QueryExpanderLike | None = None,
         watch: bool = True,
         rebuild: bool = False,
@@ -158,6 +159,8 @@ class VaultSearch:
             chroma_host: a Chroma server for the vectors (with `chroma_port`).
             chroma_port: the Chroma server's port.
             persist_directory: where embedded Chroma and the vector records live.
+            multilingual: whether the model reads CJK text (`VaultIndex`): None keeps the
+                index's recorded choice, else guesses from the model's name.
             query_expander: an LLM query expander for lexical search.
             watch: watch the folders for changes (a one-shot command passes False).
             rebuild: drop the vector index first (after changing the model).
@@ -178,6 +181,7 @@ class VaultSearch:
             "chroma_host": chroma_host,
             "chroma_port": chroma_port,
             "persist_directory": persist_directory,
+            "multilingual": multilingual,
             "rebuild": rebuild,
         }
         home = (
@@ -573,6 +577,7 @@ class VaultSearch:
             return status
         status["semantic"] = {
             "model": index.model_id,
+            "reads_cjk": index.multilingual,
             "collection": index.collection_name,
             "notes_indexed": sum(1 for r in index.records.notes() if r.text_hash),
             "unindexed_notes": len(check.unindexed),

@@ -590,3 +590,26 @@ def test_ask_blames_a_failing_semantic_search_not_the_chat_model(
     assert capsys.readouterr().err.strip() == (
         "vaultsearch: semantic search failed: the model exploded"
     )
+
+
+def test_multilingual_said_once_sends_cjk_queries_to_the_model_in_later_commands(
+    vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fake:16` gives no hint that it reads Chinese: without the flag its side skips a
+    Chinese query; with it once, the next commands keep the choice until told otherwise."""
+
+    def semantic_paths(*flags: str) -> list[str]:
+        capsys.readouterr()
+        command = ["search", "--vault", str(vault_dir), "--mode", "semantic", "--json"]
+        assert main([*command, *flags, "学习笔记"]) == 0
+        return [d["metadata"]["path"] for d in json.loads(capsys.readouterr().out)["documents"]]
+
+    assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16"]) == 0
+    assert semantic_paths() == []
+    assert main(["index", "--vault", str(vault_dir), "--multilingual"]) == 0
+    assert semantic_paths()
+    capsys.readouterr()
+    assert main(["status", "--vault", str(vault_dir)]) == 0
+    assert json.loads(capsys.readouterr().out)["semantic"]["reads_cjk"] is True
+    assert semantic_paths("--no-multilingual") == []
+    assert semantic_paths() == []

@@ -18,6 +18,7 @@ from langchain_vaultsearch.retrievers.factory import RetrieverFactory
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever
+from langchain_vaultsearch.semantic.store_setup import guess_multilingual
 from tests.fake_embeddings import HeldEmbedding, WordBagEmbedding
 
 OAUTH = "Projects/Alpha/OAuth Setup.md"
@@ -101,6 +102,48 @@ def test_cjk_query_skips_an_english_only_model(vault_dir: Path) -> None:
     multilingual.refresh()  # a new store: the records' vectors are written to it again
     paths = [doc.metadata["path"] for doc in multilingual.as_retriever().invoke("学习笔记")]
     assert paths[0] == "学习笔记.md"
+
+
+def test_a_choice_of_reading_cjk_is_kept_by_later_opens_and_a_rebuild_forgets_it(
+    vault_dir: Path,
+) -> None:
+    """Said once (`--multilingual`), the next command must not skip Chinese queries again:
+    a model whose name does not give it away (here a word-bag model) is otherwise guessed
+    English-only."""
+    chosen = build_index(vault_dir, multilingual=True)
+    chosen.refresh()
+    chosen.close()
+    reopened = build_index(vault_dir)
+    assert reopened.covers("学习笔记")
+    reopened.clear()  # the same model, emptied: still its choice
+    reopened.close()
+    assert build_index(vault_dir).covers("学习笔记")
+
+    build_index(vault_dir, multilingual=False).close()
+    assert not build_index(vault_dir).covers("学习笔记")
+
+    build_index(vault_dir, multilingual=True).close()
+    assert not build_index(vault_dir, rebuild=True).covers("学习笔记")  # guessed again
+
+
+@pytest.mark.parametrize(
+    ("model", "reads_cjk"),
+    [
+        ("huggingface:BAAI/bge-small-zh-v1.5", True),
+        ("huggingface:shibing624/text2vec-base-chinese", True),
+        ("huggingface:moka-ai/m3e-base", True),
+        ("huggingface:pkshatech/GLuCoSE-base-ja", True),
+        ("huggingface:jhgan/ko-sroberta-multitask", True),
+        ("huggingface:Qwen/Qwen3-Embedding-0.6B", True),
+        ("huggingface:sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", True),
+        ("openai:text-embedding-3-small", True),
+        ("huggingface:sentence-transformers/all-MiniLM-L6-v2", False),
+        ("huggingface:zhangsan/english-notes-model", False),  # `zh` inside a name
+        ("fake:16", False),
+    ],
+)
+def test_a_model_name_says_whether_it_reads_cjk(model: str, reads_cjk: bool) -> None:
+    assert guess_multilingual(model) is reads_cjk
 
 
 def test_a_query_after_an_edit_sees_it(

@@ -109,6 +109,8 @@ READERS_WAIT_S = 10.0
 """How long a refresh waits for other processes (a search) to close embedded Chroma."""
 _CHUNK_CACHE_BYTES = 16 * 1024 * 1024
 _CJK_WORD = re.compile(f"(?:{CJK_RUN.pattern.removesuffix('+')}){{2,}}")
+_READS_CJK = "reads_cjk"
+"""The records' setting that says whether the model reads CJK (`yes` or `no`)."""
 
 
 class EmbeddingModelMismatchError(ValueError):
@@ -194,8 +196,10 @@ class VaultIndex:
             requests_per_minute: cap on embedding calls a minute (paid APIs).
             window_chars: body characters per embedded window.
             window_overlap: characters consecutive windows share.
-            multilingual: whether the model reads CJK text; None guesses from its name.
-                Queries mostly in CJK script skip an English-only model.
+            multilingual: whether the model reads CJK text. A query with a CJK word skips
+                a model that does not. None: the choice recorded with the index, else a
+                guess from the model's name (`guess_multilingual`); a choice given is
+                recorded, so later opens (a CLI search, the MCP server) keep it.
             inline_refresh_notes: changed notes a query waits for before searching.
             rebuild: drop every vector and record first (e.g. after changing the model).
 
@@ -316,9 +320,7 @@ class VaultIndex:
                     delete_records(path)
                 records = open_records(path)
             self.records = records
-            self.multilingual = (
-                multilingual if multilingual is not None else guess_multilingual(self.model_id)
-            )
+            self._multilingual_given = multilingual
             self.cached_embeddings = CachedEmbeddings(
                 model,
                 self.records,
@@ -357,6 +359,7 @@ class VaultIndex:
                 self._record_model()
             if dimension is not None:
                 self.cached_embeddings.record_dimension(dimension)
+            self.multilingual = self._reads_cjk()
         except BaseException:
             if records is not None:
                 records.close()
@@ -383,13 +386,30 @@ class VaultIndex:
         if self._spec is not None:
             self.records.set_meta("embedding_spec", self._spec)
 
+    def _reads_cjk(self) -> bool:
+        """Whether the model reads CJK: as given (and recorded), as recorded, or guessed.
+
+        Recorded beside the model, so a user who said once that a model the name does not
+        give away reads Chinese (`--multilingual`) is not silently answered lexically by
+        the next command; a rebuild, which records the model afresh, forgets it.
+        """
+        given = self._multilingual_given
+        stored = self.records.get_meta(_READS_CJK)
+        if given is None:
+            return stored == "yes" if stored in ("yes", "no") else guess_multilingual(self.model_id)
+        wanted = "yes" if given else "no"
+        if stored != wanted and not self.records.read_only:
+            self.records.set_meta(_READS_CJK, wanted)
+        return given
+
     def clear(self) -> None:
         """Delete every vector this index wrote, its records and its cached embeddings.
 
-        The index stays this model's. A Chroma collection is recreated instead, since it
-        keeps the dimension of the first vectors it stored and a new model's would be
-        refused. The cache and the concept vocabulary built from it go too: a rebuild is
-        how bad vectors from a broken model are got rid of.
+        The index stays this model's, and keeps whether the model reads CJK. A Chroma
+        collection is recreated instead, since it keeps the dimension of the first vectors
+        it stored and a new model's would be refused. The cache and the concept vocabulary
+        built from it go too: a rebuild is how bad vectors from a broken model are got rid
+        of.
 
         Raises:
             IndexLockedError: another process is writing this index, or has embedded Chroma
@@ -397,7 +417,10 @@ class VaultIndex:
             SemanticIndexUnavailable: the index is read-only.
         """
         with self._writer():
+            kept = self.records.get_meta(_READS_CJK)
             self._clear()
+            if kept is not None:
+                self.records.set_meta(_READS_CJK, kept)
 
     def _clear(self) -> None:
         """`clear`, for a caller that holds the writer (a rebuilding open)."""

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import shutil
 from collections.abc import Iterable
 from functools import partial
@@ -423,10 +424,33 @@ def embeddings_id(model: Embeddings) -> str:
     return f"{type(model).__module__}.{type(model).__qualname__}:{name}"
 
 
-_MULTILINGUAL_HINTS = ("multilingual", "labse", "bge-m3", "e5", "openai:", "gte-", "jina")
+_MULTILINGUAL_HINTS = (
+    "multilingual",
+    "labse",
+    "bge-m3",
+    "e5",
+    "openai:",
+    "gte-",
+    "jina",
+    "qwen",
+    "text2vec",
+    "m3e",
+    "chinese",
+    "japanese",
+    "korean",
+)
+# A CJK language code as a part of the name: `bge-small-zh-v1.5`, `GLuCoSE-base-ja`,
+# `ko-sroberta-multitask` (not the letters inside a word or a user name).
+_CJK_LANGUAGE = re.compile(r"(?:^|[-_/.:])(?:zh|cn|ja|jp|ko|kr)(?=$|[-_/.])")
 
 
 def guess_multilingual(model_id: str) -> bool:
-    """Whether a model's name says it reads more than English (CJK queries go to it)."""
+    """Whether a model's name says it reads more than English (CJK queries go to it).
+
+    A Chinese, Japanese or Korean model counts: an index of a CJK vault made with one must
+    not skip the very queries it was made for.
+    """
     lowered = model_id.lower()
-    return any(hint in lowered for hint in _MULTILINGUAL_HINTS)
+    return any(hint in lowered for hint in _MULTILINGUAL_HINTS) or bool(
+        _CJK_LANGUAGE.search(lowered)
+    )
