@@ -239,11 +239,16 @@ def test_one_word_in_a_title_keeps_the_lexical_order() -> None:
     ]
     semantic = [doc("Agile.md#0", 0.7, "semantic"), doc("Roles.md#0", 0.6, "semantic")]
     fused = fuse(lexical, semantic, limit=3, query_terms=["#scrum", "scrum"])
-    assert [d.id for d in fused] == ["Scrum.md#0", "Roles.md#0", "Agile.md#0"]
-    # A word only a note's text holds leaves the semantic side its say.
+    # The semantic side has no say: `Sprint` (lexical 3rd, scaled to 0) and `Agile`
+    # (semantic only) tie at 0, and the tie keeps the lexical order, not the alphabet's.
+    assert [d.id for d in fused] == ["Scrum.md#0", "Roles.md#0", "Sprint.md#0"]
+    # A word only a note's text holds leaves the semantic side its say: its best note
+    # weighs as much as the lexical one (a title hit would leave it 0).
     body_only = [lexical_hit("Daily.md#0", 0.98, "scrum")]
-    fused = fuse(body_only, semantic, limit=3, query_terms=["scrum"])
-    assert fused[0].id == "Agile.md#0"
+    scores = {
+        d.id: d.metadata["score"] for d in fuse(body_only, semantic, limit=3, query_terms=["scrum"])
+    }
+    assert scores["Agile.md#0"] == scores["Daily.md#0"] > 0
 
 
 def test_depth_and_note_scores() -> None:
@@ -258,6 +263,16 @@ def test_depth_and_note_scores() -> None:
     lifted = {d.id: d.metadata["explanation"]["fusion"] for d in by_note}
     assert lifted["l3.md#0"]["semantic"] == 1.0  # its note's best semantic chunk
     assert lifted["l3.md#2"]["lexical"] == pytest.approx(0.4)  # its note's lexical score
+
+
+def test_notes_tied_at_zero_keep_the_order_their_side_gave_them() -> None:
+    # An English-only model skipped a Chinese query: only lexical search answered, and
+    # below its k-th note every score is 0. They keep lexical search's order, not the
+    # alphabet's (`Calendar/2023-04-09.md` took the last place from a ranked note).
+    lexical = [doc(f"{name}.md#0", 0.9 - i / 10, "lexical") for i, name in enumerate("zyxwv")]
+    fused = fuse(lexical, [], limit=5, depth=2)
+    assert [d.metadata["explanation"]["fusion"]["lexical"] for d in fused][1:] == [0.0] * 4
+    assert [d.id for d in fused] == [d.id for d in lexical]
 
 
 def test_depth_counts_notes_not_the_sections_of_one_long_note() -> None:

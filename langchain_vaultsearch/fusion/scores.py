@@ -2,7 +2,8 @@
 
 The one place results of different retrievers are combined, so every fused list keeps the
 same invariants: at most `limit` documents, unique chunk ids, scores in [0, 1], scores
-descending (`result_order`). Three methods, chosen per call:
+descending (`result_order`), equal scores in the sides' own order (lexical first). Three
+methods, chosen per call:
 
 - `blend`, the original's: each side's own score times its weight (lexical tag matches
   x1.1), the higher one wins a collision, lexical first. Lexical scores are min-max
@@ -30,7 +31,7 @@ descending (`result_order`). Three methods, chosen per call:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -144,8 +145,31 @@ def fuse(
         )
         by_note = note_scores and method == "calibrated"
         fused = _weighted_sum(lexical, semantic, side_scores, weights, method, by_note=by_note)
-    fused.sort(key=result_order)
+    fused.sort(key=_in_side_order(lexical, semantic))
     return fused[:limit]
+
+
+def _in_side_order(
+    lexical: list[Document], semantic: list[Document]
+) -> Callable[[Document], tuple[float, int, str, int, str]]:
+    """Sort key of a fused list: best score first, then the order the sides gave.
+
+    Equal scores keep the lexical list's order, then the semantic list's, as the
+    original's stable sort of "lexical docs, then semantic docs" did. Min-max scaling maps
+    a side's k-th note and everything below it to 0, so with one side empty (an
+    English-only model skips a Chinese query) the tail of the list ties at 0; sorted by
+    path (`result_order` alone), `Calendar/2023-04-09.md` took the last place from the
+    note lexical search ranked there.
+    """
+    given: dict[str, int] = {}
+    for doc in (*lexical, *semantic):
+        given.setdefault(_key(doc), len(given))
+
+    def order(doc: Document) -> tuple[float, int, str, int, str]:
+        score, path, index, identity = result_order(doc)
+        return score, given.get(_key(doc), len(given)), path, index, identity
+
+    return order
 
 
 def lexical_coverage(
