@@ -15,6 +15,8 @@ A thin adapter over `VaultSearch`: it parses arguments and prints what the servi
 from __future__ import annotations
 
 import argparse
+import codecs
+import io
 import json
 import logging
 import math
@@ -259,6 +261,27 @@ def _add_chat_model_argument(parser: argparse.ArgumentParser, user: str) -> None
     )
 
 
+def _print_what_the_terminal_can() -> None:
+    """A character the terminal's encoding lacks prints as `?` instead of a traceback.
+
+    A Chinese Windows console (GBK) has no emoji, and real vaults put them in note names
+    (`🧰 本库指南/`): one such path ended a search with `UnicodeEncodeError`. `--json`
+    escapes instead (`_json`), so its output stays whole.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="replace")
+
+
+def _writes_utf8(stream: object) -> bool:
+    """Whether a stream encodes UTF-8, so that any character can be printed as it is."""
+    encoding = getattr(stream, "encoding", None)
+    try:
+        return isinstance(encoding, str) and codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
 def _configure_logging(args: argparse.Namespace) -> None:
     """Warnings on stderr: all of them with --verbose, else only those that explain a result.
 
@@ -284,6 +307,7 @@ def _configure_logging(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (2 for bad arguments, 1 for a failed model)."""
     args = build_parser().parse_args(argv)
+    _print_what_the_terminal_can()
     _configure_logging(args)
     if hasattr(args, "k") and not 1 <= args.k <= 100:
         print(f"vaultsearch: --k must be between 1 and 100, got {args.k}", file=sys.stderr)
@@ -330,8 +354,9 @@ def _open(
     try:
         return VaultSearch(
             args.vault,
-            inclusions=args.include,
-            exclusions=args.exclude,
+            # Each value in the rules' string form: `--exclude "Archive,#private"` is two.
+            inclusions=",".join(args.include) if args.include else None,
+            exclusions=",".join(args.exclude) if args.exclude else None,
             embeddings=args.embeddings,
             chroma_host=args.chroma_host,
             chroma_port=args.chroma_port,
@@ -369,19 +394,27 @@ def _search(args: argparse.Namespace) -> int:
         )
     except (ValueError, SemanticIndexUnavailable) as exc:
         raise UsageError(str(exc)) from None
-    _say_what_search_left_out(service, args.vault)
+    _say_what_search_left_out(service, args.vault, query, args.mode)
     _print_results(args, query, documents, args.vault, service.lexical.last_query_expansion)
     return 0
 
 
-def _say_what_search_left_out(service: VaultSearch, vault: str) -> None:
+def _say_what_search_left_out(service: VaultSearch, vault: str, query: str, mode: str) -> None:
     """One line on stderr for each reason semantic results miss notes.
 
-    The vault's vector index could not join the search, or it holds no vectors yet of
-    some notes (new ones a background catch-up this one-shot command does not wait for has
-    not reached, a store emptied behind its back): without the line, results that leave
-    notes out look complete.
+    The vault's vector index could not join the search, its model cannot read the query
+    (an English-only model and a Chinese one: `--mode semantic` said "No results" and
+    nothing else), or it holds no vectors yet of some notes (new ones a background
+    catch-up this one-shot command does not wait for has not reached, a store emptied
+    behind its back): without the line, results that leave notes out look complete.
     """
+    if mode != "lexical" and service.model_skips(query):
+        print(
+            "vaultsearch: the embedding model reads no Chinese, Japanese or Korean, so"
+            " semantic search skipped this query (pick a model that does; --multilingual"
+            " if this one does)",
+            file=sys.stderr,
+        )
     if service.semantic_problem is not None:
         print(
             f"vaultsearch: semantic search is off, these are lexical results:"
@@ -551,7 +584,7 @@ def _context(args: argparse.Namespace) -> int:
         result = service.local_search(question, mode=args.mode, time_range=time_range, k=args.k)
     except (ValueError, SemanticIndexUnavailable) as exc:
         raise UsageError(str(exc)) from None
-    _say_what_search_left_out(service, args.vault)
+    _say_what_search_left_out(service, args.vault, question, args.mode)
     built = result.build_context()
     if not args.json:
         print(built.text)
@@ -604,7 +637,7 @@ def _ask(args: argparse.Namespace) -> int:
         for source in shown:
             how = f"  ({source['matchType']})" if source["matchType"] else ""
             print(f"[{source['id']}] {source['path'] or source['title']}{how}")
-    _say_what_search_left_out(service, args.vault)
+    _say_what_search_left_out(service, args.vault, question, args.mode)
     return 0
 
 
@@ -663,8 +696,11 @@ def _json(payload: object) -> str:
     """Strict JSON: a score that is not a number prints as null, never as NaN or Infinity.
 
     NaN is not JSON, and a reader such as `jq` rejects the whole output over one value.
+    Characters are written as they are to a UTF-8 stdout, else as JSON escapes, which
+    any encoding can print and every JSON reader decodes.
     """
-    return json.dumps(_finite(payload), ensure_ascii=False, indent=2, allow_nan=False)
+    readable = _writes_utf8(sys.stdout)
+    return json.dumps(_finite(payload), ensure_ascii=not readable, indent=2, allow_nan=False)
 
 
 def _finite(value: object) -> object:

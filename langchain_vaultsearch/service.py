@@ -62,6 +62,7 @@ from langchain_vaultsearch.semantic.errors import SemanticIndexTimeout
 from langchain_vaultsearch.semantic.index import IndexProgress, RefreshReport, VaultIndex
 from langchain_vaultsearch.semantic.records import holds_records
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
+from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN
 from langchain_vaultsearch.vault.vault import Vault
 
 __all__ = ["HybridOptions", "IndexSummary", "VaultSearch"]
@@ -287,6 +288,16 @@ class VaultSearch:
         except Exception as exc:  # damaged records: said by the search itself
             logger.debug("Cannot count the notes without vectors: %s", exc)
             return 0
+
+    def model_skips(self, query: str) -> bool:
+        """Whether the open vector index's model cannot read the query, so skips it.
+
+        An English-only model and a Chinese, Japanese or Korean query (`VaultIndex.covers`;
+        `#tags` aside, as the model never reads a carried one). False before the index is
+        opened, as `notes_unembedded` is: asking never opens it.
+        """
+        index = self._semantic
+        return index is not None and not index.covers(TAG_PATTERN.sub(" ", query))
 
     @property
     def factory(self) -> RetrieverFactory:

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 
+from langchain_vaultsearch.text.tokenize import CJK_RUN
+
 __all__ = ["TimeRange", "find_time_expression", "parse_time_expression"]
 
 _DAY = timedelta(days=1)
@@ -379,7 +381,8 @@ def find_time_expression(text: str, now: datetime | None = None) -> TimeRange | 
     best: list[str] = []
     found: TimeRange | None = None
     for piece in _NOT_PROSE.split(text or ""):
-        words = piece.split()
+        # Chinese and Japanese put no space around a date: "我在2023-03做了什么" names March.
+        words = CJK_RUN.sub(r" \g<0> ", piece).split()
         timely = [bool(_TIME_WORD.search(word)) for word in words]
         if not any(timely):
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -598,11 +599,16 @@ def test_multilingual_said_once_sends_cjk_queries_to_the_model_in_later_commands
     """`fake:16` gives no hint that it reads Chinese: without the flag its side skips a
     Chinese query; with it once, the next commands keep the choice until told otherwise."""
 
+    skipped = "the embedding model reads no Chinese, Japanese or Korean"
+
     def semantic_paths(*flags: str) -> list[str]:
         capsys.readouterr()
         command = ["search", "--vault", str(vault_dir), "--mode", "semantic", "--json"]
         assert main([*command, *flags, "学习笔记"]) == 0
-        return [d["metadata"]["path"] for d in json.loads(capsys.readouterr().out)["documents"]]
+        printed = capsys.readouterr()
+        paths = [d["metadata"]["path"] for d in json.loads(printed.out)["documents"]]
+        assert (skipped in printed.err) == (not paths), "the line says why nothing came back"
+        return paths
 
     assert main(["index", "--vault", str(vault_dir), "--embeddings", "fake:16"]) == 0
     assert semantic_paths() == []
@@ -613,3 +619,37 @@ def test_multilingual_said_once_sends_cjk_queries_to_the_model_in_later_commands
     assert json.loads(capsys.readouterr().out)["semantic"]["reads_cjk"] is True
     assert semantic_paths("--no-multilingual") == []
     assert semantic_paths() == []
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_terminal_without_emoji_still_gets_the_results(tmp_path: Path, as_json: bool) -> None:
+    """A Chinese Windows console (GBK) cannot print 📺; a note named with it once ended the
+    search with `UnicodeEncodeError`. The table prints `?` for it; JSON escapes it."""
+    vault = write_vault(tmp_path / "vault", {"📺 风起陇西.md": "# 风起陇西\n\n一部剧的笔记\n"})
+    command = ["search", "--vault", str(vault), "--mode", "lexical", "风起陇西"]
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed command
+        [sys.executable, "-m", "langchain_vaultsearch.cli", *command, *(["--json"] * as_json)],
+        capture_output=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONIOENCODING": "gbk"},
+    )
+    assert done.returncode == 0, done.stderr.decode("gbk", "replace")
+    out = done.stdout.decode("gbk")
+    if as_json:
+        paths = [d["metadata"]["path"] for d in json.loads(out)["documents"]]
+        assert paths == ["📺 风起陇西.md"]
+    else:
+        assert "? 风起陇西.md" in out
+
+
+def test_exclude_takes_comma_separated_rules_as_the_python_string_form_does(
+    vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--exclude "Projects,Archive"` once named one folder called "Projects,Archive", so
+    # nothing was left out of what the user asked to keep private.
+    command = ["search", "--vault", str(vault_dir), "--json", "--exclude", "Daily,Projects"]
+    assert main([*command, "note"]) == 0
+    paths = [d["metadata"]["path"] for d in json.loads(capsys.readouterr().out)["documents"]]
+    assert "Crlf.md" in paths
+    assert not [path for path in paths if path.startswith(("Projects/", "Daily/"))]

@@ -356,12 +356,21 @@ def test_frontmatter_created_and_date_count(tmp_path: Path) -> None:
         "impossible.md": "---\ncreated: '2024-02-30'\n---\nbody",
         "list.md": "---\ndate: [2022-01-01, 2024-01-08]\n---\nbody",
         "other-key.md": "---\nupdated: 2024-01-10\n---\nbody",
+        # The Obsidian Linter's key, carried by most notes of a real vault.
+        "linter.md": "---\ndate created: 2024-01-12\ndate modified: 2023-01-01\n---\nbody",
     }
     dated_vault(tmp_path, notes, {})
     docs = FilterRetriever(vault_path=str(tmp_path)).get_relevant_documents(
         "?", last_week(), now=NOW
     )
-    assert paths(docs) == ["date-time.md", "date-dots.md", "created.md", "date-text.md", "list.md"]
+    assert paths(docs) == [
+        "date-time.md",
+        "linter.md",
+        "date-dots.md",
+        "created.md",
+        "date-text.md",
+        "list.md",
+    ]
 
 
 def test_dates_at_the_ends_of_the_calendar_do_not_break_a_query(tmp_path: Path) -> None:

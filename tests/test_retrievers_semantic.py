@@ -97,8 +97,12 @@ def test_cjk_query_skips_an_english_only_model(vault_dir: Path) -> None:
     english.refresh()
     assert english.as_retriever().invoke("学习笔记") == []
     assert not english.covers("import a Notion 数据库")  # it would read half the question
+    assert not english.covers("睡 觉")  # single characters are CJK too
+    assert not english.covers("\uff1f\uff01\uff0c")  # only punctuation: nothing to read
     assert english.covers("OAuth setup")
     multilingual = build_index(vault_dir, multilingual=True)
+    assert multilingual.covers("睡 觉")
+    assert not multilingual.covers("?!")
     multilingual.refresh()  # a new store: the records' vectors are written to it again
     paths = [doc.metadata["path"] for doc in multilingual.as_retriever().invoke("学习笔记")]
     assert paths[0] == "学习笔记.md"

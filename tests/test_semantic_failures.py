@@ -35,6 +35,7 @@ from langchain_vaultsearch.semantic.embeddings import (
 from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.semantic.records import IndexRecords, text_hash
+from tests.conftest import write_vault
 
 DIMS = 16
 
@@ -231,6 +232,19 @@ def test_a_forged_spec_in_the_records_is_refused_before_anything_is_allocated(
 
 
 # ---------------------------------------------------------------- 2. the model loads lazily
+
+
+@pytest.mark.parametrize("folder", ["我的 笔记库", "Notizen-Ü"])
+def test_a_vault_folder_named_outside_ascii_gets_a_vector_index(
+    tmp_path: Path, folder: str
+) -> None:
+    """Chroma takes only ASCII in a collection name: `笔记库` once made every open fail."""
+    vault_dir = write_vault(tmp_path / folder, {"咖啡.md": "# 咖啡\n\ncoffee and caffeine\n"})
+    index = VaultIndex(vault_path=vault_dir, embeddings="fake:16")
+    index.refresh()
+    assert index.collection_name.isascii()
+    assert [chunk_id for chunk_id, _score in index.search("coffee", 1)] == ["咖啡.md#0"]
+    index.close()
 
 
 def test_opening_an_index_loads_no_model_until_something_is_embedded(

@@ -357,6 +357,9 @@ def found(question: str, now: datetime = NOW) -> tuple[str, str, str] | None:
             "2024-01-14",
         ),
         ("what did I write yesterday", "yesterday", "2024-01-14", "2024-01-14"),
+        # Chinese writes no space around a date.
+        ("我在2023-03做了什么？", "2023-03", "2023-03-01", "2023-03-31"),
+        ("2023-02-23那天做了什么", "2023-02-23", "2023-02-23", "2023-02-23"),
         ("Summarise my notes from the last 3 days.", "last 3 days", "2024-01-12", "2024-01-15"),
         ("Q1 2023 goals: did I meet them?", "Q1 2023", "2023-01-01", "2023-03-31"),
         ("plans for next month", "next month", "2024-02-01", "2024-02-29"),

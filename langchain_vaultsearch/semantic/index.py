@@ -36,7 +36,6 @@ import contextlib
 import functools
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -108,7 +107,6 @@ INLINE_REFRESH_NOTES = 8
 READERS_WAIT_S = 10.0
 """How long a refresh waits for other processes (a search) to close embedded Chroma."""
 _CHUNK_CACHE_BYTES = 16 * 1024 * 1024
-_CJK_WORD = re.compile(f"(?:{CJK_RUN.pattern.removesuffix('+')}){{2,}}")
 _READS_CJK = "reads_cjk"
 """The records' setting that says whether the model reads CJK (`yes` or `no`)."""
 
@@ -588,11 +586,14 @@ class VaultIndex:
     def covers(self, query: str) -> bool:
         """Whether the model can read the query: an English-only model cannot read CJK.
 
-        A query with any CJK word (a run of two or more characters) is left to lexical
-        search: the model would rank by the Latin words it can read alone, which are
-        often not what the question is about ("import a Notion 数据库").
+        A query with any CJK character is left to lexical search: the model would rank by
+        the Latin words it can read alone, which are often not what the question is about
+        ("import a Notion 数据库"), or return neighbours of nothing ("睡 觉"). A query of
+        no letter or digit at all (only punctuation) has nothing for any model to read.
         """
-        return self.multilingual or _CJK_WORD.search(query) is None
+        if not any(ch.isalnum() for ch in query):
+            return False
+        return self.multilingual or CJK_RUN.search(query) is None
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """Chunk ids most similar to the query, best window per chunk, similarity in [0, 1].

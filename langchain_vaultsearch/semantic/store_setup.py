@@ -405,8 +405,14 @@ def remove_created(paths: Iterable[Path], tree: Path | None) -> None:
 
 
 def collection_name_of(root: Path) -> str:
-    """A Chroma collection name of this vault: readable, unique per folder, valid."""
-    stem = "".join(ch if ch.isalnum() else "-" for ch in root.name.lower())[:40].strip("-")
+    """A Chroma collection name of this vault: readable, unique per folder, valid.
+
+    Chroma takes ASCII letters, digits, `.`, `_` and `-` only, so a folder named `笔记库`
+    or `Notizen-Ü` keeps only its ASCII letters and digits; the digest of the whole path
+    keeps the name unique.
+    """
+    kept = (ch if ch.isascii() and ch.isalnum() else "-" for ch in root.name.lower())
+    stem = "".join(kept)[:40].strip("-")
     digest = hashlib.sha1(str(root).encode(), usedforsecurity=False).hexdigest()[:10]
     return f"vaultsearch-{stem or 'vault'}-{digest}"
 
