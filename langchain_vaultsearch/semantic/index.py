@@ -194,8 +194,8 @@ class VaultIndex:
             requests_per_minute: cap on embedding calls a minute (paid APIs).
             window_chars: body characters per embedded window.
             window_overlap: characters consecutive windows share.
-            multilingual: whether the model reads CJK text. A query with a CJK word skips
-                a model that does not. None: the choice recorded with the index, else a
+            multilingual: whether the model reads CJK text. A query with a CJK character
+                skips a model that does not. None: the choice recorded with the index, else a
                 guess from the model's name (`guess_multilingual`); a choice given is
                 recorded, so later opens (a CLI search, the MCP server) keep it.
             inline_refresh_notes: changed notes a query waits for before searching.
