@@ -560,12 +560,18 @@ def _index(args: argparse.Namespace) -> int:
     if summary.semantic_problem is not None:
         raise UsageError(f"the vector index was not refreshed: {summary.semantic_problem}")
     report = summary.semantic
-    if report is not None and service.semantic_index is not None:
+    index = service.semantic_index
+    if report is not None and index is not None:
+        # How many notes hold vectors, not how many this run read again: notes whose file
+        # is as their vectors knew it are not read at all, so "0 unchanged" read as if
+        # nothing were indexed.
+        searchable = len(index.vault.searchable_paths())
+        held = searchable - index.notes_unembedded
         print(
-            f"Vector index ({service.semantic_index.model_id}): {len(report.added)} added,"
-            f" {len(report.updated)} updated, {len(report.removed)} removed,"
-            f" {report.unchanged} unchanged; {report.texts_embedded:,} texts embedded in"
-            f" {summary.semantic_seconds:.1f} s"
+            f"Vector index ({index.model_id}): {len(report.added)} added,"
+            f" {len(report.updated)} updated, {len(report.removed)} removed;"
+            f" {held:,} of {searchable:,} notes have vectors; {report.texts_embedded:,} texts"
+            f" embedded in {summary.semantic_seconds:.1f} s"
         )
     return 0
 

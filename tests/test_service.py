@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -61,6 +62,15 @@ def test_cli_index_search_modes_and_status(
     out = capsys.readouterr().out
     assert "Vector index (fake:32):" in out
     assert "added" in out
+    notes = re.search(r"; (\d+) of (\d+) notes have vectors;", out)
+    assert notes is not None
+    assert notes[1] == notes[2] != "0"
+    # Again: nothing to read, and every note still counts (it said "0 unchanged").
+    assert main(["index", "--vault", str(vault_dir)]) == 0
+    assert (
+        f"0 added, 0 updated, 0 removed; {notes[1]} of {notes[2]} notes have vectors; 0 texts"
+        in (capsys.readouterr().out)
+    )
     for mode in ("semantic", "merged", "auto"):
         assert main(["search", "--vault", str(vault_dir), "--mode", mode, "--json", "oauth"]) == 0
         documents = json.loads(capsys.readouterr().out)["documents"]
