@@ -318,7 +318,6 @@ class VaultIndex:
                     delete_records(path)
                 records = open_records(path)
             self.records = records
-            self._multilingual_given = multilingual
             self.cached_embeddings = CachedEmbeddings(
                 model,
                 self.records,
@@ -357,7 +356,7 @@ class VaultIndex:
                 self._record_model()
             if dimension is not None:
                 self.cached_embeddings.record_dimension(dimension)
-            self.multilingual = self._reads_cjk()
+            self.multilingual = self._reads_cjk(multilingual)
         except BaseException:
             if records is not None:
                 records.close()
@@ -384,14 +383,13 @@ class VaultIndex:
         if self._spec is not None:
             self.records.set_meta("embedding_spec", self._spec)
 
-    def _reads_cjk(self) -> bool:
+    def _reads_cjk(self, given: bool | None) -> bool:
         """Whether the model reads CJK: as given (and recorded), as recorded, or guessed.
 
         Recorded beside the model, so a user who said once that a model the name does not
         give away reads Chinese (`--multilingual`) is not silently answered lexically by
         the next command; a rebuild, which records the model afresh, forgets it.
         """
-        given = self._multilingual_given
         stored = self.records.get_meta(_READS_CJK)
         if given is None:
             return stored == "yes" if stored in ("yes", "no") else guess_multilingual(self.model_id)
