@@ -62,11 +62,22 @@ def test_a_term_in_no_note_is_matched_to_words_a_typo_away() -> None:
     assert ("replication", FUZZY_WEIGHT) in vocab.expand("replcaton")
     # Within 1 edit only below 8 letters: "indxs" is 2 away from "index" ("indexes" 2).
     assert vocab.expand("indxs") == [("indxs", 1.0)]
-    # A real word or a prefix is never "corrected"; short terms and CJK are left alone.
+    # A real word or a prefix is never "corrected"; short terms, longer CJK terms neither.
     assert [t for t, _ in vocab.expand("index")] == ["index", "indexes", "indexing"]
     assert vocab.expand("inx") == [("inx", 1.0)]
     assert vocabulary("学习笔记").expand("学习笔计") == [("学习笔计", 1.0)]
     assert prefix_weight("a", "a" * 200) > FUZZY_WEIGHT  # below any prefix match
+
+
+def test_a_chinese_bigram_in_no_note_is_matched_to_bigrams_that_sound_alike() -> None:
+    vocab = vocabulary("轻断", "青断", "断食", "入睡", "开口")
+    # 清 for 轻 or 青 (all qing): a pinyin input method's slip, in either character.
+    assert vocab.expand("清断") == [("清断", 1.0), ("轻断", FUZZY_WEIGHT), ("青断", FUZZY_WEIGHT)]
+    assert vocab.expand("如睡") == [("如睡", 1.0), ("入睡", FUZZY_WEIGHT)]
+    # A bigram some note holds is never corrected, and one that sounds like none is left.
+    assert vocab.expand("断食") == [("断食", 1.0)]
+    assert vocab.expand("却口") == [("却口", 1.0)]  # que is not kai
+    assert vocabulary("かな").expand("かに") == [("かに", 1.0)]
 
 
 def test_vocabulary_two_letter_latin_not_expanded() -> None:

@@ -13,6 +13,7 @@ from langchain_core.documents import Document
 from pydantic import ValidationError
 
 from langchain_vaultsearch import TieredLexicalRetriever, Vault
+from langchain_vaultsearch.fusion.typos import covers
 from langchain_vaultsearch.search import core as core_module
 from tests.conftest import SAMPLE_VAULT, write_vault
 
@@ -255,6 +256,25 @@ def test_one_long_note_does_not_crowd_out_other_notes(tmp_path: Path) -> None:
     assert len(docs) == 5
     assert len(set(paths(docs))) == 5
     assert paths(docs)[0] == "Long Guide.md"
+
+
+def test_a_chinese_slip_by_sound_finds_the_note_and_says_which_bigram_it_matched(
+    tmp_path: Path,
+) -> None:
+    root = write_vault(
+        tmp_path / "v",
+        {
+            "168轻断食.md": "# 168轻断食\n\n每天八小时内进食。\n",
+            "断食的历史.md": "# 断食的历史\n\n宗教里的断食。\n",
+            "清单.md": "# 清单\n\n购物清单。\n",
+        },
+    )
+    top = TieredLexicalRetriever(vault_path=str(root), k=3).invoke("清断食")[0]
+    assert top.metadata["path"] == "168轻断食.md"
+    matches = top.metadata["explanation"]["lexicalMatches"]
+    assert {m["query"] for m in matches if m.get("fuzzy")} == {"轻断"}
+    assert covers({"query": "轻断", "fuzzy": True}, "清断")  # counts toward coverage
+    assert not covers({"query": "轻断", "fuzzy": True}, "开断")
 
 
 def test_a_misspelt_query_finds_the_note_and_says_which_word_it_matched() -> None:

@@ -410,6 +410,34 @@ async def test_the_model_embeds_the_query_as_the_lexical_side_corrected_it(
     assert asked == ["rollback deployment", "rush deploys", "alpha deployment"]
 
 
+async def test_a_model_that_reads_chinese_embeds_the_query_corrected_by_sound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import write_vault
+
+    vault = write_vault(
+        tmp_path / "vault",
+        {
+            "168轻断食.md": "# 168轻断食\n\n每天八小时内进食，空腹十六小时。\n",
+            "清洁.md": "# 清洁\n\n厨房的清洁方法。\n",
+        },
+    )
+    index = build_index(vault, multilingual=True)
+    index.refresh()
+    asked = asked_model(index, monkeypatch)
+    merged = MergedSemanticRetriever(semantic_index=index, k=5)
+    # 清 for 轻 (both qing): no note holds 清断, and the lexical side matched 轻断.
+    docs = merged.invoke("清断食 空腹")
+    assert docs[0].metadata["path"] == "168轻断食.md"
+    assert asked == ["轻断食 空腹"]
+    asked.clear()
+    await merged.ainvoke("清断食 空腹")
+    assert asked == ["清断食 空腹", "轻断食 空腹"]  # asked again, corrected
+    asked.clear()
+    merged.invoke("清洁 空腹")  # every bigram in some note: nothing to correct
+    assert asked == ["清洁 空腹"]
+
+
 async def test_the_model_reads_a_tag_no_note_carries_as_its_word(
     index: VaultIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:

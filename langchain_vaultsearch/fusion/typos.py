@@ -1,7 +1,8 @@
 """Typos the lexical side corrected, for fusion to count and the semantic side to embed.
 
-The lexical engine matches a word no note holds to vocabulary words one or two edits away
-(`search.recall`), and says so on each match (`fuzzy`). Merged search used to ignore that
+The lexical engine matches a word no note holds to vocabulary words one or two edits away,
+and a Chinese bigram no note holds to bigrams that sound alike (`search.recall`), and says
+so on each match (`fuzzy`). Merged search used to ignore that
 twice over: the corrected word did not count toward the lexical side's coverage, so a
 typo halved its weight, and the embedding model was given the typo ("emebd youtube
 vidoe"), which it reads as other words. Judged on three vaults
@@ -20,6 +21,8 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import OSA
 
 from langchain_vaultsearch.documents import lexical_matches
+from langchain_vaultsearch.text.homophones import is_sound_alike_slip
+from langchain_vaultsearch.text.tokenize import contains_cjk
 
 __all__ = ["corrected_query", "covers"]
 
@@ -64,6 +67,8 @@ def corrected_query(query: str, lexical: Sequence[Document]) -> str:
 
     def corrected(found: re.Match[str]) -> str:
         word = found.group(0)
+        if contains_cjk(word):
+            return _corrected_run(word, exact, corrections)
         lowered = word.lower()
         if any(term.startswith(lowered) for term in exact):
             return word
@@ -77,7 +82,27 @@ _ENDINGS = ("ing", "ed", "es", "s")
 """English endings: a word that differs from its "correction" only by one is no typo."""
 
 
+def _corrected_run(run: str, exact: set[str], corrections: set[str]) -> str:
+    """A CJK run with each bigram that was corrected by sound spelt as corrected.
+
+    The run is indexed as its bigrams (`如睡` of `睡眠质量如睡`), and a correction
+    (`入睡`) names one of them: the first bigram it is a slip of takes its characters.
+    """
+    chars = list(run)
+    for start in range(len(chars) - 1):
+        typed = "".join(chars[start : start + 2])
+        if typed in exact:
+            continue
+        for word in sorted(corrections):
+            if is_sound_alike_slip(typed, word):
+                chars[start : start + 2] = word
+                break
+    return "".join(chars)
+
+
 def _is_correction(typed: str, word: str) -> bool:
+    if contains_cjk(typed):
+        return is_sound_alike_slip(typed, word)
     if len(typed) < MIN_TYPO_LENGTH:
         return False
     if fuzz.ratio(typed, word) < TYPO_SIMILARITY and not _swapped(typed, word):

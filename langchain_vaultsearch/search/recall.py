@@ -28,6 +28,7 @@ from dataclasses import InitVar, dataclass
 import numpy as np
 import numpy.typing as npt
 
+from langchain_vaultsearch.text.homophones import sound_alikes
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
 
 PREFIX_WEIGHT = 0.375
@@ -249,16 +250,20 @@ class Vocabulary:
         1 edit for terms of 4-7 characters, 2 from 8 (typos in longer words are more
         often double), two neighbouring letters swapped counting as one edit ("machien",
         "standpu": the commonest slip, which plain Levenshtein counts as two). Words
-        only: never a tag, a number or a code, nor CJK, where one character is a
-        different word. Only terms with the same first character are compared: first
-        letters are rarely the typo, and they narrow the vocabulary to one sorted run (a
-        few thousand terms, compared in C by rapidfuzz in about a millisecond).
+        only: never a tag, a number or a code. Only terms with the same first character
+        are compared: first letters are rarely the typo, and they narrow the vocabulary
+        to one sorted run (a few thousand terms, compared in C by rapidfuzz in about a
+        millisecond). A Chinese bigram is near the bigrams that sound the same
+        (`sound_alike`): one character of two is a different word by edit distance, but
+        a pinyin input method's slip by sound.
 
         Returns:
             `(term, id)` pairs, closest first, then in order.
         """
-        if len(term) < FUZZY_MIN_LENGTH or not term.isalpha() or contains_cjk(term):
-            return []  # tags, numbers, codes and CJK are exact or nothing
+        if contains_cjk(term):
+            return self.sound_alike(term)
+        if len(term) < FUZZY_MIN_LENGTH or not term.isalpha():
+            return []  # tags, numbers and codes are exact or nothing
         from rapidfuzz import process
         from rapidfuzz.distance import OSA
 
@@ -277,6 +282,32 @@ class Vocabulary:
         )
         matches = sorted((score, other) for other, score, _index in found if other != term)
         return [(other, self.id_of(other)) for _score, other in matches[:MAX_FUZZY_EXPANSIONS]]
+
+    def sound_alike(self, term: str) -> list[tuple[str, int | None]]:
+        """Vocabulary bigrams that are a Chinese bigram with one character that sounds alike.
+
+        `清断` (in no note) finds `轻断`: both read `qing duan`. Only bigrams, the terms
+        a CJK run is indexed as; a longer term or another script finds nothing.
+
+        Returns:
+            `(term, id)` pairs, the second character's slips first (as Latin typos are
+            looked for after the first letter), at most `MAX_FUZZY_EXPANSIONS`.
+        """
+        if len(term) != 2:
+            return []
+        first, second = term[0], term[1]
+        candidates = itertools.chain(
+            (first + other for other in sound_alikes(second)),
+            (other + second for other in sound_alikes(first)),
+        )
+        found: list[tuple[str, int | None]] = []
+        for candidate in candidates:
+            candidate_id = self.id_of(candidate)
+            if candidate_id is not None:
+                found.append((candidate, candidate_id))
+                if len(found) == MAX_FUZZY_EXPANSIONS:
+                    break
+        return found
 
     def expand(self, term: str) -> list[tuple[str, float]]:
         """The term itself and the terms it is a prefix of, with their weights.
@@ -299,8 +330,10 @@ class Vocabulary:
 
     def expand_ids(self, term: str) -> list[tuple[str, float, int | None]]:
         """`expand` with each term's id (None for the query term when no note holds it)."""
-        cjk_char = len(term) == 1 and contains_cjk(term)
-        if len(term) < _MIN_PREFIX and not cjk_char:
+        # A CJK character or bigram (the terms a CJK run is indexed as) goes on: a
+        # character begins the bigrams it is otherwise unreachable in, and a bigram in no
+        # note may be a slip by sound.
+        if len(term) < _MIN_PREFIX and not contains_cjk(term):
             return [(term, 1.0, self.id_of(term))]
         own, ranks = self.sorted.prefixed(term)
         if own is None:
