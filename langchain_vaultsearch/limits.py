@@ -7,6 +7,7 @@ whichever door it came through. The numbers are the seed's.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import Field
@@ -41,8 +42,19 @@ def result_limit(value: object, name: str = "k") -> int:
     return value
 
 
+_FULL_WIDTH_MENTION = re.compile("\u3010\u3010(.+?)\u3011\u3011")
+"""`【【Note】】`: `[[Note]]` as a Chinese input method types it, which Obsidian's editor
+turns into a link as it is typed."""
+_FULL_WIDTH_HASH = str.maketrans({"\uff03": "#"})
+"""`＃tag`: the input method's `#`."""
+
+
 def clamp_query(query: object) -> str:
     """The query as every part reads it: a string, trimmed, at most `MAX_QUERY_CHARS`.
+
+    A Chinese input method types `[[` and `#` full-width (`【【皮质醇】】`, `\uff03标签`);
+    they are read as the mention and the tag they stand for (Obsidian turns a typed
+    `【【` into `[[` itself).
 
     Raises:
         ValueError: the query is not a string (None reads as empty).
@@ -52,7 +64,8 @@ def clamp_query(query: object) -> str:
     if not isinstance(query, str):
         msg = f"query must be a string, got {type(query).__name__}"
         raise ValueError(msg)
-    return query.strip()[:MAX_QUERY_CHARS].strip()
+    text = query.strip()[:MAX_QUERY_CHARS].strip()
+    return _FULL_WIDTH_MENTION.sub(r"[[\1]]", text.translate(_FULL_WIDTH_HASH))
 
 
 def result_count_field() -> Any:  # noqa: ANN401 - pydantic's Field is typed as Any

@@ -179,3 +179,22 @@ def test_every_reader_of_mentions_and_tags_reads_the_first_1000_characters(
     assert note_mentions(early) == ["OAuth Setup"]
     assert tag_filters(early, None) == ("#oauth",)
     assert lexical.invoke(early)[0].metadata["path"] == "Projects/Alpha/OAuth Setup.md"
+
+
+def test_an_input_methods_full_width_mention_and_tag_are_read_as_typed_in_ascii(
+    vault_dir: Path,
+) -> None:
+    from langchain_vaultsearch import TieredLexicalRetriever
+    from langchain_vaultsearch.fusion.asked_first import named_notes
+    from langchain_vaultsearch.vault.vault import Vault
+
+    full_width = "【【OAuth Setup】】 ＃oauth"
+    plan = plan_query(full_width)
+    assert plan.mentions == ("OAuth Setup",)
+    assert plan.tags == ("#oauth",)
+    vault = Vault(vault_dir, watch=False)
+    lexical = TieredLexicalRetriever(vault=vault, k=5)
+    assert lexical.invoke(full_width)[0].metadata["path"] == "Projects/Alpha/OAuth Setup.md"
+    assert named_notes(full_width, vault) == frozenset({"Projects/Alpha/OAuth Setup.md"})
+    # One 【 is a bracket, not a link.
+    assert plan_query("【OAuth Setup】").mentions == ()

@@ -22,7 +22,7 @@ from pydantic import ConfigDict, Field
 
 from langchain_vaultsearch.documents import chunk_document
 from langchain_vaultsearch.limits import (
-    MAX_QUERY_CHARS,
+    clamp_query,
     result_count_field,
     result_limit,
 )
@@ -132,8 +132,8 @@ class VaultSemanticRetriever(BaseRetriever):
         return f"{query} {' '.join(nearest)}" if nearest else query
 
     def _prepared(self, query: str, k: int | None) -> tuple[str, int]:
-        """The query as searched (trimmed, at most 1,000 characters) and the result count."""
-        return (query or "").strip()[:MAX_QUERY_CHARS], self.k if k is None else result_limit(k)
+        """The query as every part reads it (`clamp_query`), and the result count."""
+        return clamp_query(query), self.k if k is None else result_limit(k)
 
     def _documents(self, query: str, hits: list[tuple[str, float]], limit: int) -> list[Document]:
         documents: list[Document] = []
