@@ -379,7 +379,7 @@ def _search(args: argparse.Namespace) -> int:
         return _search_chunks(args)
     if args.filter:
         raise UsageError("--filter applies to --chunks searches")
-    query = " ".join(args.query)
+    query = _words(args.query, "query")
     expander = None
     if args.expand:
         llm = openai_chat_model(args.chat_model, needed_by="--expand", hint="or leave out --expand")
@@ -483,7 +483,7 @@ def _search_chunks(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise UsageError(f"--filter takes KEY=VALUE, got {item!r}")
         filters.setdefault(key, []).append(value)
-    query = " ".join(args.query)
+    query = _words(args.query, "query")
     try:
         retriever = KeywordDocumentRetriever(chunk_dir=args.chunks)
     except (FileNotFoundError, ValueError) as exc:
@@ -649,15 +649,23 @@ def _ask(args: argparse.Namespace) -> int:
 
 def _question(args: argparse.Namespace) -> tuple[str, str | None]:
     """The question and `--time`; a blank question or an unreadable --time is the user's to fix."""
-    question = " ".join(args.question).strip()
-    if not question:
-        msg = "the question is empty"
-        raise UsageError(msg)
+    question = _words(args.question, "question")
     try:
         resolve_time_range(args.time)
     except ValueError as exc:
         raise UsageError(f"--time: {exc}") from None
     return question, args.time
+
+
+def _words(words: list[str], what: str) -> str:
+    """The words of a query or question as one string; blank is the user's to fix.
+
+    A blank query searched nothing and printed "No results", as if the vault held nothing.
+    """
+    text = " ".join(words).strip()
+    if not text:
+        raise UsageError(f"the {what} is empty")
+    return text
 
 
 def openai_chat_model(model: str, *, needed_by: str, hint: str) -> BaseChatModel:

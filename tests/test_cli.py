@@ -255,6 +255,20 @@ def test_context_bad_arguments_exit_2(
     assert captured.err.startswith(message)
 
 
+@pytest.mark.parametrize("where", [["--vault", "VAULT"], ["--chunks", "CHUNKS"]])
+def test_a_blank_search_query_exits_2_rather_than_finding_nothing(
+    qa_vault: Path, tmp_path: Path, where: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    chunks = tmp_path / "chunks"
+    chunks.mkdir()
+    (chunks / "a.jsonl").write_text('{"id": "a", "content": "deploy notes"}\n', encoding="utf-8")
+    folder = {"VAULT": str(qa_vault), "CHUNKS": str(chunks)}[where[1]]
+    assert main(["search", where[0], folder, " ", ""]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "vaultsearch: the query is empty\n"
+
+
 def test_context_of_a_missing_vault_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["context", "--vault", "/definitely/not/here", "what?"]) == 2
     assert "does not exist" in capsys.readouterr().err
