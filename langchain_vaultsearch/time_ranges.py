@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 
+from langchain_vaultsearch.chinese_periods import english_periods
 from langchain_vaultsearch.text.tokenize import CJK_RUN
 
 __all__ = ["TimeRange", "find_time_expression", "parse_time_expression"]
@@ -316,7 +317,7 @@ def parse_time_expression(text: str, now: datetime | None = None) -> TimeRange |
         expression this function understands (the caller should say so).
     """
     label = " ".join(_VAULT_MARKER.sub(" ", text or "").split()).strip(" ?!.,;:")
-    normalized = label.lower()
+    normalized = " ".join(english_periods(label)[0].lower().split())
     if not normalized:
         return None
     today = _local_now(now).date()
@@ -380,9 +381,12 @@ def find_time_expression(text: str, now: datetime | None = None) -> TimeRange | 
     today = _local_now(now).date()
     best: list[str] = []
     found: TimeRange | None = None
+    chinese: dict[str, str] = {}
     for piece in _NOT_PROSE.split(text or ""):
+        english, labels = english_periods(piece)  # "我上周写了什么" names last week
+        chinese |= labels
         # Chinese and Japanese put no space around a date: "我在2023-03做了什么" names March.
-        words = CJK_RUN.sub(r" \g<0> ", piece).split()
+        words = CJK_RUN.sub(r" \g<0> ", english).split()
         timely = [bool(_TIME_WORD.search(word)) for word in words]
         if not any(timely):
             continue
@@ -393,12 +397,14 @@ def find_time_expression(text: str, now: datetime | None = None) -> TimeRange | 
                 break
     if found is None:
         return None
+    written = chinese.get(" ".join(best))
     while len(best) > 1 and best[0].lower() in _FILLER_WORDS:
         shorter = parse_time_expression(" ".join(best[1:]), now)
         if shorter is None or (shorter.start, shorter.end) != (found.start, found.end):
             break
         best, found = best[1:], shorter
-    return found
+    # Labelled as the user wrote it: `timeRange="上周"`, not "last week".
+    return found if written is None else replace(found, label=written)
 
 
 def _first_phrase(

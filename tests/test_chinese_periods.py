@@ -1,0 +1,81 @@
+"""Periods named in Chinese (`chinese_periods`), read as the English expressions mean them."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import pytest
+
+from langchain_vaultsearch.chinese_periods import english_periods
+from langchain_vaultsearch.query_plan import plan_query
+from langchain_vaultsearch.time_ranges import find_time_expression, parse_time_expression
+
+NOW = datetime(2026, 11, 27, 12, 0)  # a Friday
+
+
+@pytest.mark.parametrize(
+    ("chinese", "first", "last"),
+    [
+        ("今天", date(2026, 11, 27), date(2026, 11, 27)),
+        ("昨天", date(2026, 11, 26), date(2026, 11, 26)),
+        ("前天", date(2026, 11, 25), date(2026, 11, 25)),
+        ("上周", date(2026, 11, 16), date(2026, 11, 22)),
+        ("上个星期", date(2026, 11, 16), date(2026, 11, 22)),
+        ("这周", date(2026, 11, 23), date(2026, 11, 29)),
+        ("上周一", date(2026, 11, 16), date(2026, 11, 16)),
+        ("星期三", date(2026, 11, 25), date(2026, 11, 25)),
+        ("上个月", date(2026, 10, 1), date(2026, 10, 31)),
+        ("本月", date(2026, 11, 1), date(2026, 11, 30)),
+        ("上季度", date(2026, 7, 1), date(2026, 9, 30)),
+        ("去年", date(2025, 1, 1), date(2025, 12, 31)),
+        ("前年", date(2024, 1, 1), date(2024, 12, 31)),
+        ("2023年", date(2023, 1, 1), date(2023, 12, 31)),
+        ("2023年3月", date(2023, 3, 1), date(2023, 3, 31)),
+        ("2023年03月份", date(2023, 3, 1), date(2023, 3, 31)),
+        ("2023年3月5日", date(2023, 3, 5), date(2023, 3, 5)),
+        ("2023年第一季度", date(2023, 1, 1), date(2023, 3, 31)),
+        ("第二季度", date(2026, 4, 1), date(2026, 6, 30)),
+        ("3月", date(2026, 3, 1), date(2026, 3, 31)),
+        ("十二月", date(2025, 12, 1), date(2025, 12, 31)),  # the most recent December
+        ("十一月5号", date(2026, 11, 5), date(2026, 11, 5)),
+        ("最近三个月", date(2026, 8, 27), date(2026, 11, 27)),
+        ("过去7天", date(2026, 11, 20), date(2026, 11, 27)),
+        ("近两周", date(2026, 11, 13), date(2026, 11, 27)),
+        ("三个月前", date(2026, 8, 1), date(2026, 8, 31)),
+        ("从2023年1月到2023年3月", date(2023, 1, 1), date(2023, 3, 31)),
+        ("2023年1月至今", date(2023, 1, 1), date(2026, 11, 27)),
+        ("自2024年以来", date(2024, 1, 1), date(2026, 11, 27)),
+    ],
+)
+def test_a_chinese_period_is_read_and_labelled_as_written(
+    chinese: str, first: date, last: date
+) -> None:
+    found = parse_time_expression(chinese, NOW)
+    assert found is not None
+    assert (found.start.date(), found.end.date()) == (first, last)
+    assert found.label == chinese
+
+
+@pytest.mark.parametrize("words", ["一二个月", "岁月", "每个月", "三个月", "个月"])
+def test_words_that_name_no_period_are_none(words: str) -> None:
+    assert parse_time_expression(words, NOW) is None
+
+
+def test_a_question_names_its_period_amid_chinese_words() -> None:
+    found = find_time_expression("我上周写了什么？", NOW)
+    assert found is not None
+    assert found.label == "上周"
+    assert (found.start.date(), found.end.date()) == (date(2026, 11, 16), date(2026, 11, 22))
+    ranged = find_time_expression("从2023年1月到2023年3月的健身记录", NOW)
+    assert ranged is not None
+    assert (ranged.start.date(), ranged.end.date()) == (date(2023, 1, 1), date(2023, 3, 31))
+    assert find_time_expression("三个月的健身计划", NOW) is None  # a length, not a period
+    assert find_time_expression("[[2023年3月]] 的笔记", NOW) is None  # a note's name
+    plan = plan_query("最近三个月关于减脂的笔记", now=NOW)
+    assert plan.time_range is not None
+    assert plan.time_range.label == "最近三个月"
+
+
+def test_text_with_no_chinese_period_comes_back_unchanged() -> None:
+    assert english_periods("what did I write last week?") == ("what did I write last week?", {})
+    assert english_periods("我上周写了什么") == ("我 last week 写了什么", {"last week": "上周"})
