@@ -39,7 +39,7 @@ from langchain_vaultsearch.fusion.rerankers import (
 )
 from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K
 from langchain_vaultsearch.mcp_server import LOOPBACK_HOSTS, TOKEN_VARIABLE, create_mcp_server
-from langchain_vaultsearch.query_plan import SEARCH_MODES
+from langchain_vaultsearch.query_plan import SEARCH_MODES, SearchMode
 from langchain_vaultsearch.retrievers.keyword import KeywordDocumentRetriever
 from langchain_vaultsearch.semantic.embeddings import install_command
 from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
@@ -399,7 +399,9 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _say_what_search_left_out(service: VaultSearch, vault: str, query: str, mode: str) -> None:
+def _say_what_search_left_out(
+    service: VaultSearch, vault: str, query: str, mode: SearchMode
+) -> None:
     """One line on stderr for each reason semantic results miss notes.
 
     The vault's vector index could not join the search, its model cannot read the query
@@ -408,7 +410,7 @@ def _say_what_search_left_out(service: VaultSearch, vault: str, query: str, mode
     catch-up this one-shot command does not wait for has not reached, a store emptied
     behind its back): without the line, results that leave notes out look complete.
     """
-    if mode != "lexical" and service.model_skips(query):
+    if service.model_skips(query, mode):
         print(
             "vaultsearch: the embedding model reads no Chinese, Japanese or Korean, so"
             " semantic search skipped this query (pick a model that does; --multilingual"

@@ -21,7 +21,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
@@ -62,7 +62,6 @@ from langchain_vaultsearch.semantic.errors import SemanticIndexTimeout
 from langchain_vaultsearch.semantic.index import IndexProgress, RefreshReport, VaultIndex
 from langchain_vaultsearch.semantic.records import holds_records
 from langchain_vaultsearch.time_ranges import TimeRange, resolve_time_range
-from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN
 from langchain_vaultsearch.vault.vault import Vault
 
 __all__ = ["HybridOptions", "IndexSummary", "VaultSearch"]
@@ -102,6 +101,13 @@ class HybridOptions:
     graph: bool = True
     recency: bool = True
     reranker: BaseDocumentCompressor | None = None
+
+
+@runtime_checkable
+class _AsksModel(Protocol):
+    """A retriever that can say what its embedding model is asked (None: nothing)."""
+
+    def model_words(self, query: str) -> str | None: ...
 
 
 class VaultSearch:
@@ -289,15 +295,20 @@ class VaultSearch:
             logger.debug("Cannot count the notes without vectors: %s", exc)
             return 0
 
-    def model_skips(self, query: str) -> bool:
+    def model_skips(self, query: str, mode: SearchMode = "auto") -> bool:
         """Whether the open vector index's model cannot read the query, so skips it.
 
-        An English-only model and a Chinese, Japanese or Korean query (`VaultIndex.covers`;
-        `#tags` aside, as the model never reads a carried one). False before the index is
-        opened, as `notes_unembedded` is: asking never opens it.
+        An English-only model and a Chinese, Japanese or Korean query (`VaultIndex.covers`),
+        read as the search of `mode` gives it to the model (a carried `#tag` left out, one
+        no note carries as its word); False when that search asks the model nothing, and
+        before the index is opened, as `notes_unembedded` is: asking never opens it.
         """
         index = self._semantic
-        return index is not None and not index.covers(TAG_PATTERN.sub(" ", query))
+        if index is None or mode == "lexical":
+            return False
+        retriever = self._retriever_for(self.plan(query, mode=mode))
+        words = retriever.model_words(query) if isinstance(retriever, _AsksModel) else None
+        return words is not None and not index.covers(words)
 
     @property
     def factory(self) -> RetrieverFactory:

@@ -130,3 +130,22 @@ def test_a_background_first_index_is_searched_while_it_runs(tmp_path: Path) -> N
     done = service.search("zebra", mode="semantic", k=100)
     assert len({doc.metadata["path"] for doc in done}) == 100
     assert all("vectorIndexProgress" not in doc.metadata for doc in done)
+
+
+def test_model_skips_reads_the_query_as_each_search_gives_it_to_the_model(tmp_path: Path) -> None:
+    """`fake:16` reads no Chinese (nothing in its name says so). A carried tag never
+    reaches the model, but a tag no note carries does, as its word."""
+    vault = write_vault(
+        tmp_path / "vault",
+        {"学习.md": "# 学习\n\n#学习 english notes\n", "Other.md": "# Other\n\nenglish\n"},
+    )
+    service = VaultSearch(vault, embeddings="fake:16", watch=False)
+    assert not service.model_skips("学习 english")  # the index is not open yet
+    service.index()
+    assert service.model_skips("学习 english")
+    assert not service.model_skips("english notes")
+    assert not service.model_skips("#学习 english")  # carried: its notes come first
+    assert service.model_skips("#中文 english")  # no note carries it: the model reads 中文
+    assert service.model_skips("#中文 english", mode="merged")
+    assert service.model_skips("#学习 english", mode="semantic")  # the raw query
+    assert not service.model_skips("学习 english", mode="lexical")  # no model asked

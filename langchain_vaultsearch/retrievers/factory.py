@@ -188,6 +188,12 @@ class RetrieverFactory(VaultRetriever):
         wanted = self.k if k is None else min(k, MAX_RESULTS_RANGE[1])
         return plan_query(query, k=wanted, available=self.available, salient_terms=salient_terms)
 
+    def model_words(self, query: str, salient_terms: Sequence[str] | None = None) -> str | None:
+        """What the embedding model is asked for a query, or None when its plan asks none."""
+        if self._merged is None or self.choose(query, salient_terms) not in ("hybrid", "merged"):
+            return None
+        return self._merged.model_words(query, salient_terms)
+
     @property
     def available(self) -> Available:
         """What this factory can search with, for the query plan to choose among."""

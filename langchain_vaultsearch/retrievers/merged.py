@@ -153,6 +153,22 @@ class MergedSemanticRetriever(VaultRetriever):
             raise RuntimeError(msg)
         return self.lexical_retriever
 
+    def model_words(self, query: str, salient_terms: Sequence[str] | None = None) -> str:
+        """What the embedding model is asked for a query, before typos are put right.
+
+        A `#tag` no note carries as the word the lexical side searched, and not the
+        carried tags, whose notes come first anyway (`without_carried_tags`). A caller
+        that says the model skipped a query (`VaultSearch.model_skips`) reads it here,
+        where the search reads it.
+        """
+        return without_carried_tags(*self._words_and_tags(query, salient_terms))
+
+    def _words_and_tags(
+        self, query: str, salient_terms: Sequence[str] | None
+    ) -> tuple[str, frozenset[str]]:
+        """The query as the lexical side searches it, and its tags some note carries."""
+        return self._lexical().searched_words(query), self._carried_tags(query, salient_terms)
+
     def _search(self, query: str, call: SearchCall) -> list[Document]:
         limit, each = self._limits(call.k)
         config, salient_terms = call.config, call.salient_terms
@@ -160,12 +176,9 @@ class MergedSemanticRetriever(VaultRetriever):
             query, config, k=each, salient_terms=list(salient_terms or ())
         )
         raise_if_cancelled()
-        words = self._lexical().searched_words(query)
-        tags = self._carried_tags(query, salient_terms)
+        words, tags = self._words_and_tags(query, salient_terms)
         try:
-            # The model reads the words the lexical side corrected, not the typos, a
-            # `#tag` no note carries as the word the lexical side searched, and not the
-            # carried tags, whose notes come first anyway (`without_carried_tags`).
+            # The model reads the words the lexical side corrected, not the typos.
             embedded = corrected_query(without_carried_tags(words, tags), lexical)
             semantic = call_within(
                 self.semantic_timeout, partial(self._semantic.invoke, embedded, config, k=each)
@@ -179,9 +192,8 @@ class MergedSemanticRetriever(VaultRetriever):
     async def _asearch(self, query: str, call: SearchCall) -> list[Document]:
         limit, each = self._limits(call.k)
         config, salient_terms = call.config, call.salient_terms
-        words = await asyncio.to_thread(self._lexical().searched_words, query)
         # Which tags notes carry is read from the vault (a refresh may walk it): off the loop.
-        tags = await asyncio.to_thread(self._carried_tags, query, salient_terms)
+        words, tags = await asyncio.to_thread(self._words_and_tags, query, salient_terms)
         model_words = without_carried_tags(words, tags)
 
         def semantic_of(words: str) -> Awaitable[list[Document]]:

@@ -113,6 +113,10 @@ class VaultSemanticRetriever(BaseRetriever):
             hits = await self.index.asearch(searched, limit)
             return await asyncio.to_thread(self._documents, query, hits, limit)
 
+    def model_words(self, query: str) -> str:
+        """What the embedding model is asked for a query: the query as every part reads it."""
+        return clamp_query(query)
+
     def _read_notes_once(self) -> None:
         """Read the vault's notes if this process never has, even with `refresh` off.
 
