@@ -21,7 +21,8 @@ _UNITS |= {"季度": "quarter", "年": "year"}
 _UNIT = "(" + "|".join(sorted(_UNITS, key=len, reverse=True)) + ")"
 _WEEK = "(?:周|星期|礼拜)"
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-_WEEKDAY = "([一二三四五六日天])"
+_WEEKDAY = "([一二三四五六日天])(?![次直起下些点样般定共切半边个天周月年])"
+"""A weekday's numeral, unless it begins a word (`上周一直`: all last week; `周一次`)."""
 _WHICH = {"上": "last", "下": "next", "这": "this", "本": "this"}
 _NAMED = {
     "今天": "today",
@@ -84,7 +85,8 @@ _FORMS: list[tuple[str, _Read]] = [
         lambda g: f"{_number(g[0])} {_UNITS[g[1]]}s ago",
     ),
     (r"([上下这本])个?" + _WEEK + _WEEKDAY, lambda g: f"{_WHICH[g[0]]} {_weekday(g[1])}"),
-    (_WEEK + _WEEKDAY, lambda g: f"on {_weekday(g[0])}"),
+    # Not after a count or 每: `一周一次` and `每周一` are no Monday.
+    (r"(?<![每一二两三四五六七八九十\d])" + _WEEK + _WEEKDAY, lambda g: f"on {_weekday(g[0])}"),
     (r"([上下这本])个?(周|星期|礼拜|月|季度)", lambda g: f"{_WHICH[g[0]]} {_PERIOD_UNITS[g[1]]}"),
     ("(" + "|".join(_NAMED) + ")", lambda g: _NAMED[g[0]]),
     (r"第?([1-4一二三四])季度", lambda g: f"q{_number(g[0])}"),

@@ -56,7 +56,10 @@ def test_a_chinese_period_is_read_and_labelled_as_written(
     assert found.label == chinese
 
 
-@pytest.mark.parametrize("words", ["一二个月", "岁月", "每个月", "三个月", "个月"])
+@pytest.mark.parametrize(
+    "words",
+    ["一二个月", "岁月", "每个月", "三个月", "个月", "每周一", "一周一次", "上周一直", "13月"],
+)
 def test_words_that_name_no_period_are_none(words: str) -> None:
     assert parse_time_expression(words, NOW) is None
 
@@ -70,6 +73,10 @@ def test_a_question_names_its_period_amid_chinese_words() -> None:
     assert ranged is not None
     assert (ranged.start.date(), ranged.end.date()) == (date(2023, 1, 1), date(2023, 3, 31))
     assert find_time_expression("三个月的健身计划", NOW) is None  # a length, not a period
+    busy = find_time_expression("上周一直在忙什么", NOW)  # all last week, not its Monday
+    assert busy is not None
+    assert busy.label == "上周"
+    assert (busy.start.date(), busy.end.date()) == (date(2026, 11, 16), date(2026, 11, 22))
     assert find_time_expression("[[2023年3月]] 的笔记", NOW) is None  # a note's name
     plan = plan_query("最近三个月关于减脂的笔记", now=NOW)
     assert plan.time_range is not None
