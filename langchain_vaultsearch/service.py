@@ -37,7 +37,7 @@ from langchain_vaultsearch.context.builder import ContextOptions, LocalSearchCon
 from langchain_vaultsearch.documents import note_document
 from langchain_vaultsearch.expansion.terms import QueryExpanderLike
 from langchain_vaultsearch.filters import FilterRetriever, note_matches
-from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K, RETURN_ALL_LIMIT
+from langchain_vaultsearch.limits import DEFAULT_K, DEFAULT_SHOWN_K, RETURN_ALL_LIMIT, clamp_query
 from langchain_vaultsearch.local_search import (
     LocalSearchResult,
     SearchRetrievers,
@@ -412,7 +412,9 @@ class VaultSearch:
         raise_if_cancelled()
         if not tags and time_range is None:
             return retriever.invoke(query, k=k)
-        wanted = frozenset(tag_filters("", [f"#{tag.lstrip('#')}" for tag in tags or ()]))
+        # A tag as the query's tags are read: an input method's full-width # (U+FF03) is `#`.
+        typed = [f"#{clamp_query(tag).lstrip('#')}" for tag in tags or ()]
+        wanted = frozenset(tag_filters("", typed))
         window = resolve_time_range(time_range)
         kept = [
             doc

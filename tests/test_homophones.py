@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_vaultsearch.text.homophones import is_sound_alike_slip, sound_alikes
+from langchain_vaultsearch.text.homophones import (
+    has_reading,
+    is_sound_alike_slip,
+    reads_as_chinese,
+    sound_alikes,
+)
 
 
 @pytest.mark.parametrize(
@@ -31,6 +36,8 @@ def test_one_character_that_sounds_alike_is_a_slip(typed: str, meant: str) -> No
         ("轻断", "轻断食"),  # another length
         ("吕布", "鲁布"),  # lü and lu: the diaeresis is part of the syllable, not a tone
         ("かな", "かに"),  # kana have no pinyin
+        ("肌需", "肌肉"),  # 需 reads ru only rarely: 肉 (rou) is meant by no one typing 需
+        ("差有", "最有"),  # 差 reads cuo, rarely; 最 is zui
         ("index", "indey"),  # nor has Latin
     ],
 )
@@ -48,3 +55,11 @@ def test_a_character_sounds_like_others_of_its_readings_but_not_itself() -> None
     assert sound_alikes("a") == ()
     assert sound_alikes("か") == ()
     assert sound_alikes("𠀀") == ()  # an extension-B character no input method offers first
+
+
+def test_kana_mark_japanese_text_and_have_no_reading() -> None:
+    assert has_reading("学")
+    assert not has_reading("の")
+    assert not has_reading("한")
+    assert reads_as_chinese("增肌需要吃什么")
+    assert not reads_as_chinese("東京の天気")

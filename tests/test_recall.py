@@ -80,6 +80,28 @@ def test_a_chinese_bigram_in_no_note_is_matched_to_bigrams_that_sound_alike() ->
     assert vocabulary("かな").expand("かに") == [("かに", 1.0)]
 
 
+def test_only_a_bigram_of_two_chinese_characters_has_slips_by_sound() -> None:
+    vocab = vocabulary("雪の", "の面", "轻断")
+    assert vocab.expand("学の") == [("学の", 1.0)]  # kana has no Mandarin reading
+    assert vocab.expand("の勉") == [("の勉", 1.0)]
+    assert vocab.expand("清断", by_sound=False) == [("清断", 1.0)]  # a Japanese query
+    # A bigram is a whole term: one some note holds is not expanded to longer terms.
+    assert vocabulary("习惯", "习惯养成").expand("习惯") == [("习惯", 1.0)]
+
+
+def test_slips_by_sound_the_most_notes_hold_come_first(tmp_path: Path) -> None:
+    """`记意` sounds like ten bigrams of a vault (`记一`, `记以`, ...): the eight kept are
+    the ones the most notes hold, so `记忆`, in every note about memory, is among them."""
+    chance = {f"chance{i}.md": f"日记{c}天" for i, c in enumerate("一以亦依已衣医移异益")}
+    memory = {f"memory{i}.md": f"记忆训练第{i}课" for i in range(3)}
+    write(tmp_path, {**chance, **memory})
+    _vault, index = open_vault(tmp_path)
+    slips = [term for term, weight in index.vocabulary.expand("记意") if weight == FUZZY_WEIGHT]
+    assert len(slips) == 8
+    assert slips[0] == "记忆"
+    assert index.vocabulary.expand("记意") == index.vocabulary.expand("记意")  # remembered
+
+
 def test_vocabulary_two_letter_latin_not_expanded() -> None:
     assert vocabulary("js", "json", "jsx").expand("js") == [("js", 1.0)]
 

@@ -451,6 +451,12 @@ async def test_the_model_reads_a_tag_no_note_carries_as_its_word(
     asked.clear()
     docs = merged.invoke("#ops deploys")  # a carried tag stays a tag: its notes lead
     check_asked_first(docs, "#ops", 5)
+    # An input method's full-width # (U+FF03) is the same tag, left out of the model's text alike.
+    carried = asked[:]
+    asked.clear()
+    assert merged.invoke("\uff03ops deploys") == docs
+    assert asked == carried
+    assert "ops" not in " ".join(asked)
 
 
 async def test_the_model_ranks_the_tagged_notes_by_the_rest_of_the_query(

@@ -149,3 +149,10 @@ def test_model_skips_reads_the_query_as_each_search_gives_it_to_the_model(tmp_pa
     assert service.model_skips("#中文 english", mode="merged")
     assert service.model_skips("#学习 english", mode="semantic")  # the raw query
     assert not service.model_skips("学习 english", mode="lexical")  # no model asked
+
+
+def test_a_tag_given_full_width_is_the_tag(vault_dir: Path) -> None:
+    service = VaultSearch(vault_dir, watch=False)
+    ascii_tag = service.search("deploy", mode="lexical", tags=["#ops"])
+    assert ascii_tag
+    assert service.search("deploy", mode="lexical", tags=["\uff03ops"]) == ascii_tag

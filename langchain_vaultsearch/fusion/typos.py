@@ -56,12 +56,15 @@ def corrected_query(query: str, lexical: Sequence[Document]) -> str:
     a query with nothing corrected comes back unchanged (the same string).
     """
     exact: set[str] = set()
-    corrections: set[str] = set()
+    found: dict[str, None] = {}  # in the order of the results that matched them
     for doc in lexical[:CORRECTION_HITS]:
         for match in lexical_matches(doc):
             term = str(match.get("query", ""))
-            (corrections if match.get("fuzzy") else exact).add(term)
-    corrections -= exact
+            if match.get("fuzzy"):
+                found[term] = None
+            else:
+                exact.add(term)
+    corrections = [term for term in found if term not in exact]
     if not corrections:
         return query
 
@@ -82,18 +85,20 @@ _ENDINGS = ("ing", "ed", "es", "s")
 """English endings: a word that differs from its "correction" only by one is no typo."""
 
 
-def _corrected_run(run: str, exact: set[str], corrections: set[str]) -> str:
+def _corrected_run(run: str, exact: set[str], corrections: list[str]) -> str:
     """A CJK run with each bigram that was corrected by sound spelt as corrected.
 
     The run is indexed as its bigrams (`如睡` of `睡眠质量如睡`), and a correction
     (`入睡`) names one of them: the first bigram it is a slip of takes its characters.
+    Where two corrections fit one bigram (`乐致` of `娱乐致死`: `乐至` and `乐之`), the
+    one the better result matched wins.
     """
     chars = list(run)
     for start in range(len(chars) - 1):
         typed = "".join(chars[start : start + 2])
         if typed in exact:
             continue
-        for word in sorted(corrections):
+        for word in corrections:
             if is_sound_alike_slip(typed, word):
                 chars[start : start + 2] = word
                 break

@@ -3,7 +3,8 @@
 LangChain hands `invoke(query, k=..., salient_terms=...)` keyword arguments on to
 `_get_relevant_documents`; the lexical, merged and `auto` retrievers all take the same two,
 and pass child callbacks to the retrievers they call. Reading them once here keeps the
-three in step: a subclass writes `_search` and `_asearch` over a `SearchCall`.
+three in step: a subclass writes `_search` and `_asearch` over a `SearchCall`, and the
+query as every part reads it (`clamp_query`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+
+from langchain_vaultsearch.limits import clamp_query
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class VaultRetriever(BaseRetriever):
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
         call = SearchCall(k, salient_terms, {"callbacks": run_manager.get_child()})
-        return self._search(query, call)
+        return self._search(clamp_query(query), call)
 
     async def _aget_relevant_documents(
         self,
@@ -58,7 +61,7 @@ class VaultRetriever(BaseRetriever):
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
         call = SearchCall(k, salient_terms, {"callbacks": run_manager.get_child()})
-        return await self._asearch(query, call)
+        return await self._asearch(clamp_query(query), call)
 
     def _search(self, query: str, call: SearchCall) -> list[Document]:
         raise NotImplementedError

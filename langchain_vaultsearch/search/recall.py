@@ -28,7 +28,7 @@ from dataclasses import InitVar, dataclass
 import numpy as np
 import numpy.typing as npt
 
-from langchain_vaultsearch.text.homophones import sound_alikes
+from langchain_vaultsearch.text.homophones import has_reading, reads_as_chinese, sound_alikes
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
 
 PREFIX_WEIGHT = 0.375
@@ -219,6 +219,9 @@ class Vocabulary:
         """Start from sorted terms (their ranks are their ids), or from none."""
         self.sorted = terms if terms is not None else SortedTerms()
         self._recent: dict[str, int] = {}
+        self.frequency: Callable[[int], int] | None = None
+        """How many notes hold a term id, when postings are at hand (`RecallIndex`)."""
+        self._sound_alikes: dict[str, list[tuple[str, int | None]]] = {}
 
     def __len__(self) -> int:
         return len(self.sorted) + len(self._recent)
@@ -233,6 +236,7 @@ class Vocabulary:
         term_id = self.id_of(term)
         if term_id is None:
             term_id = self._recent[term] = len(self)
+            self._sound_alikes.clear()  # a new bigram may sound like a query's
         return term_id
 
     def id_of(self, term: str) -> int | None:
@@ -244,7 +248,7 @@ class Vocabulary:
         """Every term, in id order."""
         return [*self.sorted.decode_all(), *self._recent]
 
-    def fuzzy(self, term: str) -> list[tuple[str, int | None]]:
+    def fuzzy(self, term: str, *, by_sound: bool = True) -> list[tuple[str, int | None]]:
         """Vocabulary terms within a small edit distance of a term no note holds.
 
         1 edit for terms of 4-7 characters, 2 from 8 (typos in longer words are more
@@ -257,11 +261,16 @@ class Vocabulary:
         (`sound_alike`): one character of two is a different word by edit distance, but
         a pinyin input method's slip by sound.
 
+        Args:
+            term: a query term no note holds, lowercase.
+            by_sound: look for Chinese slips by sound; False for a query with kana, whose
+                kanji are Japanese (their slips are not Mandarin homophones).
+
         Returns:
             `(term, id)` pairs, closest first, then in order.
         """
         if contains_cjk(term):
-            return self.sound_alike(term)
+            return self.sound_alike(term) if by_sound else []
         if len(term) < FUZZY_MIN_LENGTH or not term.isalpha():
             return []  # tags, numbers and codes are exact or nothing
         from rapidfuzz import process
@@ -286,38 +295,46 @@ class Vocabulary:
     def sound_alike(self, term: str) -> list[tuple[str, int | None]]:
         """Vocabulary bigrams that are a Chinese bigram with one character that sounds alike.
 
-        `清断` (in no note) finds `轻断`: both read `qing duan`. Only bigrams, the terms
-        a CJK run is indexed as; a longer term or another script finds nothing.
+        `清断` (in no note) finds `轻断`: both read `qing duan`. Only bigrams of two
+        Chinese characters, the terms a Chinese run is indexed as; kana, hangul, a longer
+        term find nothing. A vault's bigrams include every pair of neighbouring
+        characters, so a common syllable finds many (`记意` finds `记一`, `记以`, ... as
+        well as `记忆`): the ones the most notes hold come first, as the word meant is
+        a common one. Remembered per term until the vocabulary gains a term.
 
         Returns:
-            `(term, id)` pairs, the second character's slips first (as Latin typos are
-            looked for after the first letter), at most `MAX_FUZZY_EXPANSIONS`.
+            `(term, id)` pairs, most notes first (then in code point order), at most
+            `MAX_FUZZY_EXPANSIONS`.
         """
-        if len(term) != 2:
+        found = self._sound_alikes.get(term)
+        if found is None:
+            found = self._sound_alikes[term] = self._find_sound_alikes(term)
+        return found
+
+    def _find_sound_alikes(self, term: str) -> list[tuple[str, int | None]]:
+        if len(term) != 2 or not (has_reading(term[0]) and has_reading(term[1])):
             return []
         first, second = term[0], term[1]
         candidates = itertools.chain(
             (first + other for other in sound_alikes(second)),
             (other + second for other in sound_alikes(first)),
         )
-        found: list[tuple[str, int | None]] = []
-        for candidate in candidates:
-            candidate_id = self.id_of(candidate)
-            if candidate_id is not None:
-                found.append((candidate, candidate_id))
-                if len(found) == MAX_FUZZY_EXPANSIONS:
-                    break
-        return found
+        found = [(c, i) for c in candidates if (i := self.id_of(c)) is not None]
+        frequency = self.frequency
+        if frequency is not None:
+            found.sort(key=lambda pair: -frequency(pair[1]))
+        return [(candidate, term_id) for candidate, term_id in found[:MAX_FUZZY_EXPANSIONS]]
 
-    def expand(self, term: str) -> list[tuple[str, float]]:
+    def expand(self, term: str, *, by_sound: bool = True) -> list[tuple[str, float]]:
         """The term itself and the terms it is a prefix of, with their weights.
 
         Two-character Latin prefixes such as `js` or `ai` are not expanded: they begin
         hundreds of unrelated words. A single CJK character is, since it is otherwise
-        unreachable in a bigram index.
+        unreachable in a bigram index; a CJK bigram is not (it is a whole term).
 
         Args:
             term: a query term, lowercase.
+            by_sound: look for Chinese slips by sound (see `fuzzy`).
 
         Returns:
             `(term, 1.0)` first, then up to 64 longer terms, closest in length first,
@@ -326,13 +343,19 @@ class Vocabulary:
             term is taken for a typo: up to 8 terms close to it (`fuzzy`) follow, weighted
             0.25, below every exact and prefix match.
         """
-        return [(other, weight) for other, weight, _id in self.expand_ids(term)]
+        return [(other, weight) for other, weight, _id in self.expand_ids(term, by_sound=by_sound)]
 
-    def expand_ids(self, term: str) -> list[tuple[str, float, int | None]]:
+    def expand_ids(
+        self, term: str, *, by_sound: bool = True
+    ) -> list[tuple[str, float, int | None]]:
         """`expand` with each term's id (None for the query term when no note holds it)."""
-        # A CJK character or bigram (the terms a CJK run is indexed as) goes on: a
-        # character begins the bigrams it is otherwise unreachable in, and a bigram in no
-        # note may be a slip by sound.
+        if len(term) == 2 and contains_cjk(term):
+            # A CJK bigram is a whole term, not a prefix; one no note holds may be a slip.
+            own = self.id_of(term)
+            if own is not None:
+                return [(term, 1.0, own)]
+            slips = self.fuzzy(term, by_sound=by_sound)
+            return [(term, 1.0, None), *((other, FUZZY_WEIGHT, i) for other, i in slips)]
         if len(term) < _MIN_PREFIX and not contains_cjk(term):
             return [(term, 1.0, self.id_of(term))]
         own, ranks = self.sorted.prefixed(term)
@@ -351,7 +374,8 @@ class Vocabulary:
             weight = PREFIX_WEIGHT * len(other) / (len(other) + 0.3 * extra)
             expanded.append((other, weight, other_id))
         if own is None and not longer:  # in no note, as a word or a prefix: a typo?
-            expanded.extend((other, FUZZY_WEIGHT, other_id) for other, other_id in self.fuzzy(term))
+            slips = self.fuzzy(term, by_sound=by_sound)
+            expanded.extend((other, FUZZY_WEIGHT, other_id) for other, other_id in slips)
         return expanded
 
 
@@ -597,14 +621,28 @@ class RecallIndex:
     """
 
     def __init__(self) -> None:
-        self.vocabulary = Vocabulary()
         self._body = Postings.empty()
         self._meta = Postings.empty()
+        self.vocabulary = Vocabulary()
         self._paths: list[str] = []
         self._ids: dict[str, int] = {}
         self._live = np.zeros(0, dtype=np.bool_)
         self._searchable = np.zeros(0, dtype=np.bool_)
         self._delta_notes = 0
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """Every term of the index, which reads how many notes hold a term from here."""
+        return self._vocabulary
+
+    @vocabulary.setter
+    def vocabulary(self, vocabulary: Vocabulary) -> None:
+        vocabulary.frequency = self._notes_holding
+        self._vocabulary = vocabulary
+
+    def _notes_holding(self, term_id: int) -> int:
+        """Postings of a term in text and metadata (retired notes included: a ranking)."""
+        return len(self._body.lookup(term_id)) + len(self._meta.lookup(term_id))
 
     @property
     def size(self) -> int:
@@ -793,12 +831,13 @@ class RecallIndex:
         eligible = self._live[:count] & self._searchable[:count]
         total = int(eligible.sum())
         scores = np.zeros(count, dtype=np.float64)
+        by_sound = reads_as_chinese(" ".join(recall_terms))
         for term in dict.fromkeys(t.strip().lower() for t in recall_terms if t.strip()):
             tokens = tokenize_mixed(term)
             if not tokens:
                 continue
             if len(tokens) == 1:
-                expanded = self.vocabulary.expand_ids(tokens[0])
+                expanded = self.vocabulary.expand_ids(tokens[0], by_sound=by_sound)
                 term_ids = [term_id for _t, _w, term_id in expanded if term_id is not None]
                 body = self._any_mask(self._body, term_ids, count)
                 meta = self._any_mask(self._meta, term_ids, count)
@@ -841,8 +880,10 @@ class RecallIndex:
         eligible = self._live[:count] & self._searchable[:count]
         total = int(eligible.sum())
         weights: dict[str, float] = {}
+        by_sound = reads_as_chinese(" ".join(terms))
         for term in dict.fromkeys(terms):
-            term_ids = [i for _t, _w, i in self.vocabulary.expand_ids(term) if i is not None]
+            expanded = self.vocabulary.expand_ids(term, by_sound=by_sound)
+            term_ids = [i for _t, _w, i in expanded if i is not None]
             holders = self._any_mask(self._body, term_ids, count)
             holders |= self._any_mask(self._meta, term_ids, count)
             found = int((holders & eligible).sum())

@@ -4,46 +4,62 @@ Chinese is typed by sound: the user types `qing duan shi` and picks characters f
 list, so a slip is a character that sounds like the one meant (`清断食` for `轻断食`,
 `如睡` for `入睡`), not one a key away. Edit distance cannot tell such a slip from a
 different word (one character of two is half the word), but the sound can. Tones are
-ignored, as input methods mostly do. Readings come from pypinyin's table of every
-character's Mandarin readings; a character with several (`长`: zhang, chang) sounds like
-the characters of each.
+ignored, as input methods mostly do.
+
+Readings come from pypinyin's table of every character's Mandarin readings, commonest
+first. The user types the reading of the character meant, which is almost always its
+first; the list offers every character with that among its readings. So a typed `长`
+(zhang, chang) is a slip for `常` (chang), but a typed `需` (xu; rarely ru) is no slip for
+`肉` (rou): taking every reading on both sides let archaic readings join unrelated words,
+and `增肌需要` was "corrected" to `增肌肉要`.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import re
 import unicodedata
 from collections import defaultdict
 from functools import cache
+from pathlib import Path
 
 _HAN = range(0x4E00, 0xA000)
 """The CJK unified ideographs, where everyday text is written: the extension blocks hold
 rare characters an input method never offers first, and would only lengthen the lists."""
+_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+_TONE_MARKS = frozenset("\u0304\u0301\u030c\u0300")
+"""Macron, acute, caron and grave: the four tones (the diaeresis of ü is no tone)."""
 
 
 @cache
-def _syllables() -> dict[str, frozenset[str]]:
-    """Each character's toneless readings (`轻`: {"qing"}); loaded at the first slip."""
-    from pypinyin.pinyin_dict import pinyin_dict
+def _readings() -> dict[str, tuple[str, ...]]:
+    """Each character's toneless readings, commonest first; loaded at the first slip.
 
-    readings: dict[str, frozenset[str]] = {}
-    for code_point, spelled in pinyin_dict.items():
-        if code_point in _HAN:
-            readings[chr(code_point)] = frozenset(map(_toneless, spelled.split(",")))
+    Read from pypinyin's data file rather than through `import pypinyin`, whose package
+    also loads its phrase table: 57 MB more for a server that only needs this one.
+    """
+    spec = importlib.util.find_spec("pypinyin")
+    folders = [] if spec is None else list(spec.submodule_search_locations or ())
+    if not folders:
+        msg = "pypinyin is not installed: pip install pypinyin"
+        raise ModuleNotFoundError(msg)
+    table = json.loads((Path(folders[0]) / "pinyin_dict.json").read_text(encoding="utf-8"))
+    readings: dict[str, tuple[str, ...]] = {}
+    for code_point, spelled in table.items():
+        if int(code_point) in _HAN:
+            toneless = (_toneless(reading) for reading in spelled.split(","))
+            readings[chr(int(code_point))] = tuple(dict.fromkeys(toneless))
     return readings
 
 
 @cache
-def _characters() -> dict[str, tuple[str, ...]]:
-    """The characters of each toneless syllable, in code point order."""
-    by_syllable: defaultdict[str, list[str]] = defaultdict(list)
-    for character, syllables in _syllables().items():
-        for syllable in syllables:
-            by_syllable[syllable].append(character)
-    return {syllable: tuple(sorted(chars)) for syllable, chars in by_syllable.items()}
-
-
-_TONE_MARKS = frozenset("\u0304\u0301\u030c\u0300")
-"""Macron, acute, caron and grave: the four tones (the diaeresis of ü is no tone)."""
+def _by_first_reading() -> dict[str, tuple[str, ...]]:
+    """The characters whose commonest reading is each syllable, in code point order."""
+    characters: defaultdict[str, list[str]] = defaultdict(list)
+    for character, readings in _readings().items():
+        characters[readings[0]].append(character)
+    return {syllable: tuple(sorted(chars)) for syllable, chars in characters.items()}
 
 
 def _toneless(syllable: str) -> str:
@@ -51,14 +67,32 @@ def _toneless(syllable: str) -> str:
     return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if ch not in _TONE_MARKS))
 
 
-def sound_alikes(character: str) -> tuple[str, ...]:
-    """The other characters that share a reading with `character` (none if not Chinese)."""
-    syllables = _syllables().get(character)
-    if not syllables:
-        return ()
-    characters = _characters()
-    alike = {other for syllable in syllables for other in characters[syllable]}
-    alike.discard(character)
+def has_reading(character: str) -> bool:
+    """Whether a character is a Chinese one with a Mandarin reading (kana, hangul: no)."""
+    return character in _readings()
+
+
+def reads_as_chinese(text: str) -> bool:
+    """Whether the text's Han characters read as Chinese: no kana among them.
+
+    Japanese writes with kanji and kana, and its slips follow Japanese readings, not
+    Mandarin ones: a query with kana is not searched for Chinese slips.
+    """
+    return _KANA.search(text) is None
+
+
+def sound_alikes(typed: str) -> tuple[str, ...]:
+    """The characters a typed character may be a slip for (none if it is not Chinese).
+
+    Those whose commonest reading is one of the typed character's readings.
+    """
+    characters = _by_first_reading()
+    alike = {
+        other
+        for reading in _readings().get(typed, ())
+        for other in characters.get(reading, ())
+        if other != typed
+    }
     return tuple(sorted(alike))
 
 
@@ -69,6 +103,6 @@ def is_sound_alike_slip(typed: str, word: str) -> bool:
     differing = [(a, b) for a, b in zip(typed, word, strict=True) if a != b]
     if len(differing) != 1:
         return False
-    typed_char, word_char = differing[0]
-    readings = _syllables()
-    return bool(readings.get(typed_char, frozenset()) & readings.get(word_char, frozenset()))
+    typed_char, meant = differing[0]
+    meant_readings = _readings().get(meant)
+    return meant_readings is not None and meant_readings[0] in _readings().get(typed_char, ())
