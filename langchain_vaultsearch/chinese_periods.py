@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 _DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _NUMBER = r"(\d{1,3}|[一二两三四五六七八九十]{1,3})"
@@ -35,10 +36,10 @@ _NAMED = {
     "去年": "last year",
     "前年": "2 years ago",
     "明年": "next year",
+    "大前天": "3 days ago",
 }
 _PERIOD_UNITS = {"周": "week", "星期": "week", "礼拜": "week", "月": "month", "季度": "quarter"}
 _TO = re.compile(r"\s*(?:到|至|~|～|-|－|—)\s*")
-_SINCE_AFTER = re.compile(r"\s*(?:以来|至今|到现在|到今天)")
 _FROM_BEFORE = re.compile(r"(?:从|自)\s*$")
 _MONTH_NAMES = ["january", "february", "march", "april", "may", "june", "july"]
 _MONTH_NAMES += ["august", "september", "october", "november", "december"]
@@ -67,33 +68,63 @@ def _weekday(text: str) -> str:
 
 
 _Read = Callable[[tuple[str, ...]], str]
-_FORMS: list[tuple[str, _Read]] = [
+_WithYear = Callable[[tuple[str, ...], str], str]
+_FORMS: list[tuple[str, _Read, _WithYear | None]] = [
     (
         r"(\d{4})年" + _MONTH + r"月(\d{1,2})[日号]",
         lambda g: f"{g[0]}-{_number(g[1]):02d}-{int(g[2]):02d}",
+        None,
     ),
-    (r"(\d{4})年第?([1-4一二三四])季度", lambda g: f"q{_number(g[1])} {g[0]}"),
-    (r"(\d{4})年" + _MONTH + r"月份?", lambda g: f"{g[0]}-{_number(g[1]):02d}"),
-    (r"(\d{4})年(?!\d)", lambda g: g[0]),
-    (_MONTH + r"月(\d{1,2})[日号]", lambda g: f"{_month(g[0])} {int(g[1])}"),
+    (r"(\d{4})年第?([1-4一二三四])季度", lambda g: f"q{_number(g[1])} {g[0]}", None),
+    (r"(\d{4})年" + _MONTH + r"月份?", lambda g: f"{g[0]}-{_number(g[1]):02d}", None),
+    (r"(\d{4})年(?!\d)", lambda g: g[0], None),
+    (
+        _MONTH + r"月(\d{1,2})[日号]",
+        lambda g: f"{_month(g[0])} {int(g[1])}",
+        lambda g, year: f"{year}-{_number(g[0]):02d}-{int(g[1]):02d}",
+    ),
     (
         r"(?:最近|过去|近)" + _NUMBER + r"个?" + _UNIT,
         lambda g: f"last {_number(g[0])} {_UNITS[g[1]]}s",
+        None,
     ),
     (
         _NUMBER + r"个?" + _UNIT + r"(?:以前|之前|前)",
         lambda g: f"{_number(g[0])} {_UNITS[g[1]]}s ago",
+        None,
     ),
-    (r"([上下这本])个?" + _WEEK + _WEEKDAY, lambda g: f"{_WHICH[g[0]]} {_weekday(g[1])}"),
+    (r"上上个?(周|星期|礼拜|月|季度)", lambda g: f"2 {_PERIOD_UNITS[g[0]]}s ago", None),
+    (
+        r"([上下这本])个?" + _WEEK + _WEEKDAY,
+        lambda g: f"{_WHICH[g[0]]} {_weekday(g[1])}",
+        None,
+    ),
     # Not after a count or 每: `一周一次` and `每周一` are no Monday.
-    (r"(?<![每一二两三四五六七八九十\d])" + _WEEK + _WEEKDAY, lambda g: f"on {_weekday(g[0])}"),
-    (r"([上下这本])个?(周|星期|礼拜|月|季度)", lambda g: f"{_WHICH[g[0]]} {_PERIOD_UNITS[g[1]]}"),
-    ("(" + "|".join(_NAMED) + ")", lambda g: _NAMED[g[0]]),
-    (r"第?([1-4一二三四])季度", lambda g: f"q{_number(g[0])}"),
-    (r"(?<![\d个])" + _MONTH + r"月份?", lambda g: f"in {_month(g[0])}"),
+    (
+        r"(?<![每一二两三四五六七八九十\d])" + _WEEK + _WEEKDAY,
+        lambda g: f"on {_weekday(g[0])}",
+        None,
+    ),
+    (
+        r"([上下这本])个?(周|星期|礼拜|月|季度)",
+        lambda g: f"{_WHICH[g[0]]} {_PERIOD_UNITS[g[1]]}",
+        None,
+    ),
+    ("(" + "|".join(sorted(_NAMED, key=len, reverse=True)) + ")", lambda g: _NAMED[g[0]], None),
+    (r"第?([1-4一二三四])季度", lambda g: f"q{_number(g[0])}", None),
+    (
+        r"(?<![\d个])" + _MONTH + r"月份?",
+        lambda g: f"in {_month(g[0])}",
+        lambda g, year: f"{year}-{_number(g[0]):02d}",
+    ),
 ]
-_PATTERNS = [re.compile(form) for form, _read in _FORMS]
-_ANY = re.compile("|".join(f"(?P<f{index}>{form})" for index, (form, _r) in enumerate(_FORMS)))
+_PATTERNS = [re.compile(form) for form, _read, _with_year in _FORMS]
+_ANY = re.compile("|".join(f"(?:{form})" for form, _read, _with_year in _FORMS))
+_BEFORE_OR_AFTER = re.compile(r"以前|之前|之后|以后|前|后")
+"""After a period, a bound the English grammar has no word for ("before 2023"): the
+period is not read, rather than read as itself."""
+_SINCE_AFTER = re.compile(r"\s*(?:以来|至今|到现在|到今天|起|开始)")
+_YEAR = re.compile(r"\d{4}")
 
 
 @dataclass(frozen=True)
@@ -101,25 +132,81 @@ class _Found:
     start: int
     end: int
     english: str
+    with_year: Callable[[str], str] | None = None
+    """The period in a given year, for one named without (`3月` of `2023年1月到3月`)."""
 
 
-def _periods(text: str) -> list[_Found]:
-    found = []
-    for match in _ANY.finditer(text):
-        index = int((match.lastgroup or "f0")[1:])
-        groups = _PATTERNS[index].fullmatch(match.group(0))
-        if groups is None:
+def _periods(text: str) -> tuple[list[_Found], list[_Found]]:
+    """The periods the text names, each a whole run of the words a segmenter finds.
+
+    Chinese writes no spaces, so a period's characters may belong to longer words:
+    `本周` in `版本周期` (version cycle), `明天` in `说明天气`, `去年` in `失去年轻`.
+    A period counts only where its first character begins a word and its last ends one
+    (rjieba's segmentation of the text), the longest reading that does; one written with
+    digits counts wherever it stands.
+
+    Returns:
+        The periods read, and those left unread because a bound the English grammar has
+        no word for follows (`2023年以前`) or BC precedes: their digits must not be read
+        as a year either.
+    """
+    found: list[_Found] = []
+    unread: list[_Found] = []
+    bounds: set[int] | None = None
+    position = 0
+    while (match := _ANY.search(text, position)) is not None:
+        start = match.start()
+        position = start + 1
+        if bounds is None:
+            bounds = _word_bounds(text)
+        if start not in bounds and not text[start].isdigit():
             continue
+        read = _longest_reading(text, start, bounds)
+        if read is None:
+            continue
+        position = read.end
+        bounded = _BEFORE_OR_AFTER.match(text, read.end) is not None
+        (unread if bounded or text[:start].endswith("公元前") else found).append(read)
+    return found, unread
+
+
+def _longest_reading(text: str, start: int, bounds: set[int]) -> _Found | None:
+    readings = []
+    for pattern, (_form, read, with_year) in zip(_PATTERNS, _FORMS, strict=True):
+        match = pattern.match(text, start)
+        if match is None or not (match.end() in bounds or _has_digit(match.group(0))):
+            continue
+        groups = match.groups()
         try:
-            english = _FORMS[index][1](groups.groups())
+            english = read(groups)
         except (KeyError, IndexError):  # 一二个月: numerals that are no number
             continue
-        found.append(_Found(match.start(), match.end(), english))
-    return found
+        carry = None if with_year is None else partial(with_year, groups)
+        readings.append(_Found(start, match.end(), english, carry))
+    return max(readings, key=lambda found: found.end, default=None)
+
+
+def _has_digit(period: str) -> bool:
+    """Whether a period is written with digits, which no word around it can swallow.
+
+    The segmenter reads `2023年3月5日至3月9日` with a word `日至`.
+    """
+    return any(character.isdigit() for character in period)
+
+
+def _word_bounds(text: str) -> set[int]:
+    """Where the words of the text begin and end."""
+    import rjieba
+
+    return {edge for _word, start, end in rjieba.tokenize(text) for edge in (start, end)}
 
 
 def _ranges(text: str, periods: list[_Found]) -> list[_Found]:
-    """Two periods joined by `到`/`至` as one range, and `X以来` as "since X"."""
+    """Two periods joined by `到`/`至` as one range, and `X以来` as "since X".
+
+    A range's end named without a year is in the start's year: `2023年1月到3月` ends in
+    March 2023, not the latest March.
+    """
     joined: list[_Found] = []
     for period in periods:
         last = joined[-1] if joined else None
@@ -127,7 +214,11 @@ def _ranges(text: str, periods: list[_Found]) -> list[_Found]:
             start = last.start
             opener = _FROM_BEFORE.search(text[:start])
             start = opener.start() if opener else start
-            joined[-1] = _Found(start, period.end, f"from {last.english} to {period.english}")
+            year = _YEAR.search(last.english)
+            end = period.english
+            if year is not None and period.with_year is not None:
+                end = period.with_year(year.group(0))
+            joined[-1] = _Found(start, period.end, f"from {last.english} to {end}")
             continue
         joined.append(period)
     since = []
@@ -151,15 +242,19 @@ def english_periods(text: str) -> tuple[str, dict[str, str]]:
         mapped to the Chinese words it stands for, to label the range as the user wrote
         it. Text with no Chinese period comes back unchanged, with no labels.
     """
-    periods = _ranges(text, _periods(text))
-    if not periods:
+    read, unread = _periods(text)
+    periods = _ranges(text, read)
+    if not periods and not unread:
         return text, {}
     pieces: list[str] = []
     labels: dict[str, str] = {}
     cursor = 0
-    for period in periods:
-        pieces += [text[cursor : period.start], f" {period.english} "]
-        labels[period.english] = text[period.start : period.end]
+    for period in sorted([*periods, *unread], key=lambda found: found.start):
+        written = text[period.start : period.end]
+        english = " " if period in unread else f" {period.english} "
+        pieces += [text[cursor : period.start], english]
+        if period not in unread:
+            labels[period.english] = written
         cursor = period.end
     pieces.append(text[cursor:])
     return "".join(pieces), labels

@@ -45,6 +45,11 @@ NOW = datetime(2026, 11, 27, 12, 0)  # a Friday
         ("从2023年1月到2023年3月", date(2023, 1, 1), date(2023, 3, 31)),
         ("2023年1月至今", date(2023, 1, 1), date(2026, 11, 27)),
         ("自2024年以来", date(2024, 1, 1), date(2026, 11, 27)),
+        ("从2023年起", date(2023, 1, 1), date(2026, 11, 27)),
+        ("2023年1月到3月", date(2023, 1, 1), date(2023, 3, 31)),  # the start's year
+        ("2023年3月5日至3月9日", date(2023, 3, 5), date(2023, 3, 9)),
+        ("上上周", date(2026, 11, 9), date(2026, 11, 15)),  # not last week
+        ("大前天", date(2026, 11, 24), date(2026, 11, 24)),  # not the day before yesterday
     ],
 )
 def test_a_chinese_period_is_read_and_labelled_as_written(
@@ -58,10 +63,37 @@ def test_a_chinese_period_is_read_and_labelled_as_written(
 
 @pytest.mark.parametrize(
     "words",
-    ["一二个月", "岁月", "每个月", "三个月", "个月", "每周一", "一周一次", "上周一直", "13月"],
+    [
+        *("一二个月", "岁月", "每个月", "三个月", "个月", "每周一", "一周一次", "上周一直", "13月"),
+        # Before or after a period: a bound the grammar has no word for, so no period.
+        *("2023年以前", "2023年之后", "2023年后", "公元前2000年"),
+    ],
 )
 def test_words_that_name_no_period_are_none(words: str) -> None:
     assert parse_time_expression(words, NOW) is None
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "版本周期管理怎么做",  # 本周 inside 版本 + 周期
+        "日本周边游攻略",
+        "线上周报模板",  # 上周 inside 线上 + 周报
+        "晚上周末去哪",
+        "基本月薪多少",  # 本月
+        "登上月球的历史",  # 上月
+        "聪明年轻人",  # 明年
+        "失去年轻的感觉",  # 去年
+        "以前年轻的时候",  # 前年
+        "说明天气",  # 明天
+        "目前天气",  # 前天
+        "小周天功法",  # 周天: Sunday
+        "圆周四分之一",  # 周四
+        "2023年以前的笔记",  # a bound: neither the year nor a period
+    ],
+)
+def test_a_period_inside_longer_words_is_no_period(sentence: str) -> None:
+    assert find_time_expression(sentence, NOW) is None
 
 
 def test_a_question_names_its_period_amid_chinese_words() -> None:
@@ -73,6 +105,9 @@ def test_a_question_names_its_period_amid_chinese_words() -> None:
     assert ranged is not None
     assert (ranged.start.date(), ranged.end.date()) == (date(2023, 1, 1), date(2023, 3, 31))
     assert find_time_expression("三个月的健身计划", NOW) is None  # a length, not a period
+    tidy = find_time_expression("整理一下上周的会议", NOW)  # 一下 (a little) ends a word
+    assert tidy is not None
+    assert tidy.label == "上周"
     busy = find_time_expression("上周一直在忙什么", NOW)  # all last week, not its Monday
     assert busy is not None
     assert busy.label == "上周"

@@ -7,9 +7,10 @@ import pytest
 from langchain_vaultsearch.text.homophones import (
     has_reading,
     is_sound_alike_slip,
-    reads_as_chinese,
+    looks_for_slips,
     sound_alikes,
 )
+from langchain_vaultsearch.text.tokenize import tokenize_mixed
 
 
 @pytest.mark.parametrize(
@@ -61,5 +62,12 @@ def test_kana_mark_japanese_text_and_have_no_reading() -> None:
     assert has_reading("学")
     assert not has_reading("の")
     assert not has_reading("한")
-    assert reads_as_chinese("增肌需要吃什么")
-    assert not reads_as_chinese("東京の天気")
+    assert looks_for_slips(tokenize_mixed("增肌需要吃什么"))
+    assert not looks_for_slips(tokenize_mixed("東京の天気"))
+
+
+def test_a_pasted_passage_is_not_looked_at_for_slips() -> None:
+    question = "减脂的时候每天的热量却口多少比较合适"
+    assert looks_for_slips(tokenize_mixed(question))
+    passage = "".join(chr(0x4E00 + 7 * index) for index in range(60))  # 59 bigrams
+    assert not looks_for_slips(tokenize_mixed(passage))

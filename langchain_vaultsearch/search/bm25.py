@@ -21,7 +21,7 @@ import numpy.typing as npt
 from langchain_vaultsearch.search.chunk_cache import FIELDS, IndexedChunk
 from langchain_vaultsearch.search.recall import FUZZY_WEIGHT, Vocabulary
 from langchain_vaultsearch.text.chunking import is_title_only
-from langchain_vaultsearch.text.homophones import reads_as_chinese
+from langchain_vaultsearch.text.homophones import looks_for_slips
 from langchain_vaultsearch.text.tokenize import tokenize_mixed
 
 FIELD_WEIGHTS: dict[str, float] = {
@@ -111,7 +111,7 @@ def rank_chunks(
     query_terms = tokenize_mixed(" ".join(ranking_terms))
     if not chunks or not query_terms or limit <= 0:
         return []
-    by_sound = reads_as_chinese(" ".join(query_terms))
+    by_sound = looks_for_slips(query_terms)
     expansions = {term: vocabulary.expand(term, by_sound=by_sound) for term in query_terms}
     wanted = {t for expanded in expansions.values() for t, _w in expanded}
     count = len(chunks)

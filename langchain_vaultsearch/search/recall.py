@@ -28,7 +28,7 @@ from dataclasses import InitVar, dataclass
 import numpy as np
 import numpy.typing as npt
 
-from langchain_vaultsearch.text.homophones import has_reading, reads_as_chinese, sound_alikes
+from langchain_vaultsearch.text.homophones import has_reading, looks_for_slips, sound_alikes
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
 
 PREFIX_WEIGHT = 0.375
@@ -831,7 +831,7 @@ class RecallIndex:
         eligible = self._live[:count] & self._searchable[:count]
         total = int(eligible.sum())
         scores = np.zeros(count, dtype=np.float64)
-        by_sound = reads_as_chinese(" ".join(recall_terms))
+        by_sound = looks_for_slips(tokenize_mixed(" ".join(recall_terms)))
         for term in dict.fromkeys(t.strip().lower() for t in recall_terms if t.strip()):
             tokens = tokenize_mixed(term)
             if not tokens:
@@ -880,7 +880,7 @@ class RecallIndex:
         eligible = self._live[:count] & self._searchable[:count]
         total = int(eligible.sum())
         weights: dict[str, float] = {}
-        by_sound = reads_as_chinese(" ".join(terms))
+        by_sound = looks_for_slips(terms)
         for term in dict.fromkeys(terms):
             expanded = self.vocabulary.expand_ids(term, by_sound=by_sound)
             term_ids = [i for _t, _w, i in expanded if i is not None]

@@ -21,6 +21,7 @@ import json
 import re
 import unicodedata
 from collections import defaultdict
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -28,6 +29,7 @@ _HAN = range(0x4E00, 0xA000)
 """The CJK unified ideographs, where everyday text is written: the extension blocks hold
 rare characters an input method never offers first, and would only lengthen the lists."""
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
 _TONE_MARKS = frozenset("\u0304\u0301\u030c\u0300")
 """Macron, acute, caron and grave: the four tones (the diaeresis of ü is no tone)."""
 
@@ -72,13 +74,20 @@ def has_reading(character: str) -> bool:
     return character in _readings()
 
 
-def reads_as_chinese(text: str) -> bool:
-    """Whether the text's Han characters read as Chinese: no kana among them.
+MAX_SLIP_BIGRAMS = 40
+"""Chinese bigrams a query may have and still be looked at for slips: more is a pasted
+passage, not a typed question (a question runs to 10-30), and each bigram no note holds
+costs about a millisecond to look up (a 900-character paste took 0.8 s more)."""
 
-    Japanese writes with kanji and kana, and its slips follow Japanese readings, not
-    Mandarin ones: a query with kana is not searched for Chinese slips.
+
+def looks_for_slips(terms: Sequence[str]) -> bool:
+    """Whether a query's terms are searched for Chinese slips by sound at all.
+
+    Not when they hold kana: Japanese writes with kanji and kana, and its slips follow
+    Japanese readings, not Mandarin ones. Not for a passage (`MAX_SLIP_BIGRAMS`).
     """
-    return _KANA.search(text) is None
+    bigrams = sum(1 for term in terms if len(term) == 2 and _CJK.search(term) is not None)
+    return bigrams <= MAX_SLIP_BIGRAMS and not any(_KANA.search(term) for term in terms)
 
 
 def sound_alikes(typed: str) -> tuple[str, ...]:
