@@ -40,7 +40,7 @@ _NAMED = {
 }
 _PERIOD_UNITS = {"周": "week", "星期": "week", "礼拜": "week", "月": "month", "季度": "quarter"}
 _TO = re.compile(r"\s*(?:到|至|~|～|-|－|—)\s*")
-_FROM_BEFORE = re.compile(r"(?:从|自)\s*$")
+_FROM_BEFORE = re.compile(r"(?:自从|从|自)\s*$")
 _MONTH_NAMES = ["january", "february", "march", "april", "may", "june", "july"]
 _MONTH_NAMES += ["august", "september", "october", "november", "december"]
 
