@@ -36,6 +36,8 @@ MAX_PREFIX_EXPANSIONS = 64
 FUZZY_WEIGHT = 0.25
 """Weight of a vocabulary term a typo is close to: below any prefix match (>= 0.288)."""
 MAX_FUZZY_EXPANSIONS = 8
+SOUND_ALIKE_CACHE = 4096
+"""Bigrams whose slips by sound a vocabulary remembers (about 1 MB)."""
 FUZZY_MIN_LENGTH = 4
 FUZZY_FAR_LENGTH = 8
 """Terms of 4-7 characters match words 1 edit away; from 8 characters, 2 edits."""
@@ -308,6 +310,8 @@ class Vocabulary:
         """
         found = self._sound_alikes.get(term)
         if found is None:
+            if len(self._sound_alikes) >= SOUND_ALIKE_CACHE:
+                self._sound_alikes.clear()  # a server's queries must not grow it forever
             found = self._sound_alikes[term] = self._find_sound_alikes(term)
         return found
 

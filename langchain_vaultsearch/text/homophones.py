@@ -70,8 +70,11 @@ def _toneless(syllable: str) -> str:
 
 
 def has_reading(character: str) -> bool:
-    """Whether a character is a Chinese one with a Mandarin reading (kana, hangul: no)."""
-    return character in _readings()
+    """Whether a character is a Chinese one with a Mandarin reading (kana, hangul: no).
+
+    Asked of any CJK character, it loads the readings only for Chinese ones.
+    """
+    return ord(character) in _HAN and character in _readings()
 
 
 MAX_SLIP_BIGRAMS = 40
