@@ -93,7 +93,7 @@ _FORMS: list[tuple[str, _Read, _WithYear | None]] = [
         lambda g: f"{_number(g[0])} {_UNITS[g[1]]}s ago",
         None,
     ),
-    (r"上上个?(周|星期|礼拜|月|季度)", lambda g: f"2 {_PERIOD_UNITS[g[0]]}s ago", None),
+    (r"(?<!上)上上个?(周|星期|礼拜|月|季度)", lambda g: f"2 {_PERIOD_UNITS[g[0]]}s ago", None),
     (
         r"([上下这本])个?" + _WEEK + _WEEKDAY,
         lambda g: f"{_WHICH[g[0]]} {_weekday(g[1])}",
@@ -110,7 +110,11 @@ _FORMS: list[tuple[str, _Read, _WithYear | None]] = [
         lambda g: f"{_WHICH[g[0]]} {_PERIOD_UNITS[g[1]]}",
         None,
     ),
-    ("(" + "|".join(sorted(_NAMED, key=len, reverse=True)) + ")", lambda g: _NAMED[g[0]], None),
+    (
+        "(?<!大)(" + "|".join(sorted(_NAMED, key=len, reverse=True)) + ")",
+        lambda g: _NAMED[g[0]],
+        None,
+    ),
     (r"第?([1-4一二三四])季度", lambda g: f"q{_number(g[0])}", None),
     (
         r"(?<![\d个])" + _MONTH + r"月份?",
@@ -125,6 +129,7 @@ _BEFORE_OR_AFTER = re.compile(r"以前|之前|之后|以后|前|后")
 period is not read, rather than read as itself."""
 _SINCE_AFTER = re.compile(r"\s*(?:以来|至今|到现在|到今天|起|开始)")
 _YEAR = re.compile(r"\d{4}")
+_FULL_WIDTH_DIGITS = str.maketrans({chr(0xFF10 + digit): str(digit) for digit in range(10)})
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,7 @@ class _Found:
     """The period in a given year, for one named without (`3月` of `2023年1月到3月`)."""
 
 
-def _periods(text: str) -> tuple[list[_Found], list[_Found]]:
+def _periods(text: str) -> tuple[list[_Found], list[_Found], set[int]]:
     """The periods the text names, each a whole run of the words a segmenter finds.
 
     Chinese writes no spaces, so a period's characters may belong to longer words:
@@ -146,18 +151,19 @@ def _periods(text: str) -> tuple[list[_Found], list[_Found]]:
     digits counts wherever it stands.
 
     Returns:
-        The periods read, and those left unread because a bound the English grammar has
-        no word for follows (`2023年以前`) or BC precedes: their digits must not be read
-        as a year either.
+        The periods read; those left unread because a bound the English grammar has no
+        word for follows (`2023年以前`, but not `前端` of `今天前端`) or BC precedes, whose
+        digits must not be read as a year either; and the word bounds (empty when no
+        period was looked for).
     """
     found: list[_Found] = []
     unread: list[_Found] = []
-    bounds: set[int] | None = None
+    bounds: set[int] = set()
     position = 0
     while (match := _ANY.search(text, position)) is not None:
         start = match.start()
         position = start + 1
-        if bounds is None:
+        if not bounds:
             bounds = _word_bounds(text)
         if start not in bounds and not text[start].isdigit():
             continue
@@ -165,9 +171,15 @@ def _periods(text: str) -> tuple[list[_Found], list[_Found]]:
         if read is None:
             continue
         position = read.end
-        bounded = _BEFORE_OR_AFTER.match(text, read.end) is not None
+        bounded = _word_at(_BEFORE_OR_AFTER, text, read.end, bounds)
         (unread if bounded or text[:start].endswith("公元前") else found).append(read)
-    return found, unread
+    return found, unread, bounds
+
+
+def _word_at(pattern: re.Pattern[str], text: str, start: int, bounds: set[int]) -> bool:
+    """Whether the pattern matches a whole word at `start` (`前` alone, not of `前端`)."""
+    match = pattern.match(text, start)
+    return match is not None and match.end() in bounds
 
 
 def _longest_reading(text: str, start: int, bounds: set[int]) -> _Found | None:
@@ -195,13 +207,18 @@ def _has_digit(period: str) -> bool:
 
 
 def _word_bounds(text: str) -> set[int]:
-    """Where the words of the text begin and end."""
+    """Where the words of the text begin and end, the words inside longer ones included.
+
+    The segmenter's search mode lists `今天` and `天气` inside `今天天气` as well: a
+    period at the start of a longer word (`今天天气怎么样`) is still one.
+    """
     import rjieba
 
-    return {edge for _word, start, end in rjieba.tokenize(text) for edge in (start, end)}
+    words = rjieba.tokenize(text, "search")
+    return {edge for _word, start, end in words for edge in (start, end)}
 
 
-def _ranges(text: str, periods: list[_Found]) -> list[_Found]:
+def _ranges(text: str, periods: list[_Found], bounds: set[int]) -> list[_Found]:
     """Two periods joined by `到`/`至` as one range, and `X以来` as "since X".
 
     A range's end named without a year is in the start's year: `2023年1月到3月` ends in
@@ -214,17 +231,19 @@ def _ranges(text: str, periods: list[_Found]) -> list[_Found]:
             start = last.start
             opener = _FROM_BEFORE.search(text[:start])
             start = opener.start() if opener else start
-            year = _YEAR.search(last.english)
+            year = _YEAR.match(last.english)
             end = period.english
             if year is not None and period.with_year is not None:
                 end = period.with_year(year.group(0))
+                if end < last.english:  # 2023年11月到2月: February of 2024
+                    end = period.with_year(str(int(year.group(0)) + 1))
             joined[-1] = _Found(start, period.end, f"from {last.english} to {end}")
             continue
         joined.append(period)
     since = []
     for period in joined:
         after = _SINCE_AFTER.match(text, period.end)
-        if after is None or period.english.startswith("from "):
+        if after is None or after.end() not in bounds or period.english.startswith("from "):
             since.append(period)
             continue
         opener = _FROM_BEFORE.search(text[: period.start])
@@ -242,8 +261,9 @@ def english_periods(text: str) -> tuple[str, dict[str, str]]:
         mapped to the Chinese words it stands for, to label the range as the user wrote
         it. Text with no Chinese period comes back unchanged, with no labels.
     """
-    read, unread = _periods(text)
-    periods = _ranges(text, read)
+    # An input method's full-width digits (２０２３年) are digits, one for one.
+    read, unread, bounds = _periods(text.translate(_FULL_WIDTH_DIGITS))
+    periods = _ranges(text.translate(_FULL_WIDTH_DIGITS), read, bounds)
     if not periods and not unread:
         return text, {}
     pieces: list[str] = []

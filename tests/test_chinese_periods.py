@@ -51,6 +51,8 @@ NOW = datetime(2026, 11, 27, 12, 0)  # a Friday
         ("2023年3月5日至3月9日", date(2023, 3, 5), date(2023, 3, 9)),
         ("上上周", date(2026, 11, 9), date(2026, 11, 15)),  # not last week
         ("大前天", date(2026, 11, 24), date(2026, 11, 24)),  # not the day before yesterday
+        ("2023年11月到2月", date(2023, 11, 1), date(2024, 2, 29)),  # the end wraps the year
+        ("\uff12\uff10\uff12\uff13年\uff13月", date(2023, 3, 1), date(2023, 3, 31)),  # full-width
     ],
 )
 def test_a_chinese_period_is_read_and_labelled_as_written(
@@ -68,6 +70,7 @@ def test_a_chinese_period_is_read_and_labelled_as_written(
         *("一二个月", "岁月", "每个月", "三个月", "个月", "每周一", "一周一次", "上周一直", "13月"),
         # Before or after a period: a bound the grammar has no word for, so no period.
         *("2023年以前", "2023年之后", "2023年后", "公元前2000年"),
+        *("上上上周", "大大前天"),  # not two weeks or three days back
     ],
 )
 def test_words_that_name_no_period_are_none(words: str) -> None:
@@ -88,13 +91,31 @@ def test_words_that_name_no_period_are_none(words: str) -> None:
         "以前年轻的时候",  # 前年
         "说明天气",  # 明天
         "目前天气",  # 前天
-        "小周天功法",  # 周天: Sunday
         "圆周四分之一",  # 周四
         "2023年以前的笔记",  # a bound: neither the year nor a period
     ],
 )
 def test_a_period_inside_longer_words_is_no_period(sentence: str) -> None:
     assert find_time_expression(sentence, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "label", "first"),
+    [
+        ("今天天气怎么样", "今天", date(2026, 11, 27)),  # 今天 begins the word 今天天气
+        ("昨天晚上做的梦", "昨天", date(2026, 11, 26)),
+        ("今年春节", "今年", date(2026, 1, 1)),
+        ("今天前端学了什么", "今天", date(2026, 11, 27)),  # 前 of 前端 is no bound
+        ("2023年前端框架", "2023年", date(2023, 1, 1)),
+        ("上周起床很晚", "上周", date(2026, 11, 16)),  # 起 of 起床 is no "since"
+    ],
+)
+def test_a_period_at_the_start_of_a_longer_word_is_still_read(
+    sentence: str, label: str, first: date
+) -> None:
+    found = find_time_expression(sentence, NOW)
+    assert found is not None
+    assert (found.label, found.start.date()) == (label, first)
 
 
 def test_a_question_names_its_period_amid_chinese_words() -> None:

@@ -38,6 +38,7 @@ def test_one_character_that_sounds_alike_is_a_slip(typed: str, meant: str) -> No
         ("吕布", "鲁布"),  # lü and lu: the diaeresis is part of the syllable, not a tone
         ("かな", "かに"),  # kana have no pinyin
         ("肌需", "肌肉"),  # 需 reads ru only rarely: 肉 (rou) is meant by no one typing 需
+        ("需要", "如要"),  # nor 如 (ru)
         ("差有", "最有"),  # 差 reads cuo, rarely; 最 is zui
         ("index", "indey"),  # nor has Latin
     ],

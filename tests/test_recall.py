@@ -100,6 +100,12 @@ def test_slips_by_sound_the_most_notes_hold_come_first(tmp_path: Path) -> None:
     assert len(slips) == 8
     assert slips[0] == "记忆"
     assert index.vocabulary.expand("记意") == index.vocabulary.expand("记意")  # remembered
+    # The count ranking reads is what the postings hold, delta included.
+    for term in ("记忆", "记一", "训练"):
+        term_id = index.vocabulary.id_of(term)
+        assert term_id is not None
+        held = len(index._body.lookup(term_id)) + len(index._meta.lookup(term_id))
+        assert index._notes_holding(term_id) == held
 
 
 def test_vocabulary_two_letter_latin_not_expanded() -> None:

@@ -145,6 +145,7 @@ def test_model_skips_reads_the_query_as_each_search_gives_it_to_the_model(tmp_pa
     assert service.model_skips("学习 english")
     assert not service.model_skips("english notes")
     assert not service.model_skips("#学习 english")  # carried: its notes come first
+    assert not service.model_skips("\uff03学习 english")  # an input method's full-width #
     assert service.model_skips("#中文 english")  # no note carries it: the model reads 中文
     assert service.model_skips("#中文 english", mode="merged")
     assert service.model_skips("#学习 english", mode="semantic")  # the raw query

@@ -29,6 +29,7 @@ from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, cov
 from langchain_vaultsearch.fusion.typos import corrected_query
 from langchain_vaultsearch.limits import (
     RETURN_ALL_LIMIT,
+    clamp_query,
     result_count_field,
     result_limit,
 )
@@ -161,7 +162,7 @@ class MergedSemanticRetriever(VaultRetriever):
         that says the model skipped a query (`VaultSearch.model_skips`) reads it here,
         where the search reads it.
         """
-        return without_carried_tags(*self._words_and_tags(query, salient_terms))
+        return without_carried_tags(*self._words_and_tags(clamp_query(query), salient_terms))
 
     def _words_and_tags(
         self, query: str, salient_terms: Sequence[str] | None

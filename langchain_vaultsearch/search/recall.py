@@ -494,6 +494,14 @@ class Postings:
             return found
         return np.concatenate([found, np.frombuffer(extra, dtype=np.int32)])
 
+    def count(self, term_id: int) -> int:
+        """How many postings a term has (retired notes included), without copying them."""
+        held = 0
+        if term_id < len(self.offsets) - 1:
+            held = int(self.offsets[term_id + 1] - self.offsets[term_id])
+        extra = self.delta.get(term_id)
+        return held if extra is None else held + len(extra)
+
     def add(self, note_id: int, term_ids: Sequence[int]) -> None:
         """Post one note's terms to the delta."""
         for term_id in term_ids:
@@ -645,8 +653,12 @@ class RecallIndex:
         self._vocabulary = vocabulary
 
     def _notes_holding(self, term_id: int) -> int:
-        """Postings of a term in text and metadata (retired notes included: a ranking)."""
-        return len(self._body.lookup(term_id)) + len(self._meta.lookup(term_id))
+        """Postings of a term in text and metadata (retired notes included: a ranking).
+
+        Read outside the index's lock, by ranking: counted without a view of the delta's
+        buffers, which a sync may be growing (a view would make its append fail).
+        """
+        return self._body.count(term_id) + self._meta.count(term_id)
 
     @property
     def size(self) -> int:

@@ -8,10 +8,10 @@ ignored, as input methods mostly do.
 
 Readings come from pypinyin's table of every character's Mandarin readings, commonest
 first. The user types the reading of the character meant, which is almost always its
-first; the list offers every character with that among its readings. So a typed `长`
-(zhang, chang) is a slip for `常` (chang), but a typed `需` (xu; rarely ru) is no slip for
-`肉` (rou): taking every reading on both sides let archaic readings join unrelated words,
-and `增肌需要` was "corrected" to `增肌肉要`.
+first, and picks from a list that puts each character under its common readings. So a
+typed `长` (zhang, chang) is a slip for `常` (chang), but a typed `需` (xu; archaic nuo,
+ru, ruan) is no slip for `如` (ru) or `肉` (rou): taking every reading let archaic ones join
+unrelated words, and `增肌需要` was "corrected" to `增肌肉要`, then to `增肌如要`.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ _HAN = range(0x4E00, 0xA000)
 rare characters an input method never offers first, and would only lengthen the lists."""
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
+TYPED_READINGS = 2
+"""Readings of a typed character an input method offers it under: its two commonest (`长`:
+zhang, chang; `差`: cha, chai, not its rare cuo)."""
 _TONE_MARKS = frozenset("\u0304\u0301\u030c\u0300")
 """Macron, acute, caron and grave: the four tones (the diaeresis of ü is no tone)."""
 
@@ -96,12 +99,13 @@ def looks_for_slips(terms: Sequence[str]) -> bool:
 def sound_alikes(typed: str) -> tuple[str, ...]:
     """The characters a typed character may be a slip for (none if it is not Chinese).
 
-    Those whose commonest reading is one of the typed character's readings.
+    Those whose commonest reading is one of the typed character's common ones
+    (`TYPED_READINGS`).
     """
     characters = _by_first_reading()
     alike = {
         other
-        for reading in _readings().get(typed, ())
+        for reading in _readings().get(typed, ())[:TYPED_READINGS]
         for other in characters.get(reading, ())
         if other != typed
     }
@@ -117,4 +121,5 @@ def is_sound_alike_slip(typed: str, word: str) -> bool:
         return False
     typed_char, meant = differing[0]
     meant_readings = _readings().get(meant)
-    return meant_readings is not None and meant_readings[0] in _readings().get(typed_char, ())
+    typed_readings = _readings().get(typed_char, ())[:TYPED_READINGS]
+    return meant_readings is not None and meant_readings[0] in typed_readings
