@@ -316,8 +316,19 @@ def parse_time_expression(text: str, now: datetime | None = None) -> TimeRange |
         The range labelled with the text as typed, or None when the text is not a time
         expression this function understands (the caller should say so).
     """
+    return _parse(text, now, chinese=True)
+
+
+def _parse(text: str, now: datetime | None, *, chinese: bool) -> TimeRange | None:
+    """`parse_time_expression`, whose Chinese periods are rewritten in English first.
+
+    `chinese=False`: they already are (`find_time_expression` rewrites a whole piece of
+    the question once, with the words around each period), so the phrases it tries are
+    not segmented again, each one.
+    """
     label = " ".join(_VAULT_MARKER.sub(" ", text or "").split()).strip(" ?!.,;:")
-    normalized = " ".join(english_periods(label)[0].lower().split())
+    english = english_periods(label)[0] if chinese else label
+    normalized = " ".join(english.lower().split())
     if not normalized:
         return None
     today = _local_now(now).date()
@@ -399,7 +410,7 @@ def find_time_expression(text: str, now: datetime | None = None) -> TimeRange | 
         return None
     written = chinese.get(" ".join(best))
     while len(best) > 1 and best[0].lower() in _FILLER_WORDS:
-        shorter = parse_time_expression(" ".join(best[1:]), now)
+        shorter = _parse(" ".join(best[1:]), now, chinese=False)
         if shorter is None or (shorter.start, shorter.end) != (found.start, found.end):
             break
         best, found = best[1:], shorter
@@ -418,7 +429,7 @@ def _first_phrase(
         if not any(timely[start : start + length]):
             continue
         phrase = words[start : start + length]
-        found = parse_time_expression(" ".join(phrase), now)
+        found = _parse(" ".join(phrase), now, chinese=False)
         if found is not None and _plausible(phrase, found, today):
             return phrase, found
     return None
