@@ -228,16 +228,14 @@ def _ranges(text: str, periods: list[_Found], bounds: set[int]) -> list[_Found]:
     for period in periods:
         last = joined[-1] if joined else None
         if last is not None and _TO.fullmatch(text[last.end : period.start]):
-            start = last.start
-            opener = _FROM_BEFORE.search(text[:start])
-            start = opener.start() if opener else start
             year = _YEAR.match(last.english)
             end = period.english
             if year is not None and period.with_year is not None:
                 end = period.with_year(year.group(0))
                 if end < last.english:  # 2023年11月到2月: February of 2024
                     end = period.with_year(str(int(year.group(0)) + 1))
-            joined[-1] = _Found(start, period.end, f"from {last.english} to {end}")
+            opened = _opened_at(text, last.start)
+            joined[-1] = _Found(opened, period.end, f"from {last.english} to {end}")
             continue
         joined.append(period)
     since = []
@@ -246,10 +244,15 @@ def _ranges(text: str, periods: list[_Found], bounds: set[int]) -> list[_Found]:
         if after is None or after.end() not in bounds or period.english.startswith("from "):
             since.append(period)
             continue
-        opener = _FROM_BEFORE.search(text[: period.start])
-        start = opener.start() if opener else period.start
-        since.append(_Found(start, after.end(), f"since {period.english}"))
+        opened = _opened_at(text, period.start)
+        since.append(_Found(opened, after.end(), f"since {period.english}"))
     return since
+
+
+def _opened_at(text: str, start: int) -> int:
+    """Where a range begins: at the `从`/`自`/`自从` before its first period, if any."""
+    opener = _FROM_BEFORE.search(text[:start])
+    return start if opener is None else opener.start()
 
 
 def english_periods(text: str) -> tuple[str, dict[str, str]]:
@@ -262,8 +265,9 @@ def english_periods(text: str) -> tuple[str, dict[str, str]]:
         it. Text with no Chinese period comes back unchanged, with no labels.
     """
     # An input method's full-width digits (２０２３年) are digits, one for one.
-    read, unread, bounds = _periods(text.translate(_FULL_WIDTH_DIGITS))
-    periods = _ranges(text.translate(_FULL_WIDTH_DIGITS), read, bounds)
+    digits = text.translate(_FULL_WIDTH_DIGITS)
+    read, unread, bounds = _periods(digits)
+    periods = _ranges(digits, read, bounds)
     if not periods and not unread:
         return text, {}
     pieces: list[str] = []

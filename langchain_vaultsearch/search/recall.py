@@ -847,9 +847,10 @@ class RecallIndex:
         eligible = self._live[:count] & self._searchable[:count]
         total = int(eligible.sum())
         scores = np.zeros(count, dtype=np.float64)
-        by_sound = looks_for_slips(tokenize_mixed(" ".join(recall_terms)))
-        for term in dict.fromkeys(t.strip().lower() for t in recall_terms if t.strip()):
-            tokens = tokenize_mixed(term)
+        terms = dict.fromkeys(t.strip().lower() for t in recall_terms if t.strip())
+        tokenized = {term: tokenize_mixed(term) for term in terms}
+        by_sound = looks_for_slips(list(dict.fromkeys(itertools.chain(*tokenized.values()))))
+        for tokens in tokenized.values():
             if not tokens:
                 continue
             if len(tokens) == 1:
