@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from langchain_vaultsearch.text.han_forms import fold_han
+
 _DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _NUMBER = r"(\d{1,3}|[一二两三四五六七八九十]{1,3})"
 _MONTH = r"(1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
@@ -264,8 +266,9 @@ def english_periods(text: str) -> tuple[str, dict[str, str]]:
         mapped to the Chinese words it stands for, to label the range as the user wrote
         it. Text with no Chinese period comes back unchanged, with no labels.
     """
-    # An input method's full-width digits (２０２３年) are digits, one for one.
-    digits = text.translate(_FULL_WIDTH_DIGITS)
+    # An input method's full-width digits (２０２３年) are digits, and traditional
+    # characters simplified ones (`上週`, `過去7天`), one for one: labels keep what was typed.
+    digits = fold_han(text.translate(_FULL_WIDTH_DIGITS))
     read, unread, bounds = _periods(digits)
     periods = _ranges(digits, read, bounds)
     if not periods and not unread:

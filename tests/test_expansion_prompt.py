@@ -85,6 +85,11 @@ def test_cjk_salient_terms() -> None:
     assert expansion.expanded_queries == ("个人笔记文档",)
 
 
+def test_cjk_stop_words_a_model_writes_in_traditional_characters_are_dropped() -> None:
+    response = "<salient><term>查詢</term><term>學習</term><term>什麼</term></salient>"
+    assert parsed("查詢學習筆記", response).salient_terms == ("學習",)
+
+
 def test_seed_003_examples_drop_question_words_and_keep_normalised_names() -> None:
     query = "How do I implement authentication in my Next.js app?"
     response = (

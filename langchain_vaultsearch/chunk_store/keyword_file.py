@@ -42,7 +42,7 @@ from langchain_vaultsearch.safe_archive import (
     save_if_possible,
     typed_array,
 )
-from langchain_vaultsearch.text import tokenize
+from langchain_vaultsearch.text import han_forms, tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +53,8 @@ def format_key() -> str:
     """A hash of the code that decides what the saved keyword index holds."""
     return code_key(
         "keyword-index-v1",
-        (analysis, tokenize, stop_word_source),
-        f"{BM25_K1} {BM25_B} {BM25_EPSILON} {TFIDF_FEATURES}",
+        (analysis, tokenize, han_forms, stop_word_source),
+        f"{BM25_K1} {BM25_B} {BM25_EPSILON} {TFIDF_FEATURES} {han_forms.table_version()}",
     )
 
 

@@ -28,6 +28,7 @@ from langchain_vaultsearch.expansion.terms import (
     extract_salient_terms,
     strip_tags,
 )
+from langchain_vaultsearch.text.han_forms import fold_han
 from langchain_vaultsearch.text.tokenize import fold_accents
 from langchain_vaultsearch.vault.markdown import extract_tags_from_query
 from langchain_vaultsearch.vault.markdown_syntax import COMBINING_MARKS
@@ -189,7 +190,10 @@ def _valid_terms(items: Iterable[str], min_length: int) -> list[str]:
 
 
 def _is_stop_word(term: str) -> bool:
-    return term in STOP_WORDS or term in CJK_STOP_WORDS or all(ch in CJK_STOP_CHARS for ch in term)
+    folded = fold_han(term)  # the CJK stop lists are simplified
+    return (
+        term in STOP_WORDS or folded in CJK_STOP_WORDS or all(ch in CJK_STOP_CHARS for ch in folded)
+    )
 
 
 def _variants(query: str, response: str, max_variants: int) -> list[str]:

@@ -14,6 +14,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from langchain_vaultsearch.text.han_forms import fold_han
 from langchain_vaultsearch.text.tokenize import CJK_RUN, contains_cjk, symbol_terms
 from langchain_vaultsearch.vault.markdown import extract_tags_from_query
 from langchain_vaultsearch.vault.markdown_syntax import (
@@ -179,15 +180,17 @@ def _cjk_terms(word: str, min_length: int) -> list[str]:
     for piece in re.split(CJK_RUN, word):
         terms.extend(_word_terms(piece, min_length) if piece else [])
     for run in CJK_RUN.findall(word):
+        # Kept as typed; the stop lists are simplified (`們` is `们`).
+        folded = fold_han(run)
         if len(run) == 1:
-            if run not in CJK_STOP_CHARS:
+            if folded not in CJK_STOP_CHARS:
                 terms.append(run)
             continue
         for i in range(len(run) - 1):
-            bigram = run[i : i + 2]
+            bigram = folded[i : i + 2]
             if bigram in CJK_STOP_WORDS or any(ch in CJK_STOP_CHARS for ch in bigram):
                 continue
-            terms.append(bigram)
+            terms.append(run[i : i + 2])
     return terms
 
 

@@ -21,6 +21,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import OSA
 
 from langchain_vaultsearch.documents import lexical_matches
+from langchain_vaultsearch.text.han_forms import fold_han
 from langchain_vaultsearch.text.homophones import is_sound_alike_slip
 from langchain_vaultsearch.text.tokenize import contains_cjk
 
@@ -95,7 +96,7 @@ def _corrected_run(run: str, exact: set[str], corrections: list[str]) -> str:
     """
     chars = list(run)
     for start in range(len(chars) - 1):
-        typed = "".join(chars[start : start + 2])
+        typed = fold_han("".join(chars[start : start + 2]))  # as the index spells it
         if typed in exact:
             continue
         for word in corrections:

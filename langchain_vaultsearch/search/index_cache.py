@@ -44,7 +44,7 @@ from langchain_vaultsearch.safe_archive import (
 )
 from langchain_vaultsearch.search import recall
 from langchain_vaultsearch.search.recall import RecallIndex, RecallSnapshot
-from langchain_vaultsearch.text import tokenize
+from langchain_vaultsearch.text import han_forms, tokenize
 from langchain_vaultsearch.vault import markdown, note_records, saved_notes
 from langchain_vaultsearch.vault.link_graph import LinkGraph, Rows
 from langchain_vaultsearch.vault.saved_notes import DECODED_CACHE_BYTES, SavedNotes, pack
@@ -72,7 +72,11 @@ def index_path(vault: Vault) -> Path:
 
 def format_key() -> str:
     """A hash of the code that decides what the saved index holds."""
-    return code_key("lexical-index-v3", (tokenize, markdown, note_records, saved_notes, recall))
+    return code_key(
+        "lexical-index-v3",
+        (tokenize, han_forms, markdown, note_records, saved_notes, recall),
+        han_forms.table_version(),
+    )
 
 
 def save_index(

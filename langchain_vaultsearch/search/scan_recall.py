@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 import stringzilla
 
+from langchain_vaultsearch.text.han_forms import spellings
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
 from langchain_vaultsearch.vault.note_files import Listing, NoteFiles
 from langchain_vaultsearch.vault.note_info import NoteInfo, folder_of
@@ -83,7 +84,11 @@ class _Needle:
         self.token = token.encode()
         # A short term must also end a word, as `Vocabulary.expand` does not expand it.
         self._whole = len(token) < _MIN_PREFIX
+        # The index folds Chinese to its simplified form; the scanned text is as written.
+        self._spellings = [self.token]
         if contains_cjk(token):
+            if len(token) <= 2:  # a bigram or a lone character, not a tag
+                self._spellings = [spelling.encode() for spelling in spellings(token)]
             # No spaces between CJK words: a bigram may start anywhere.
             self._word: re.Pattern[bytes] | None = None
         else:
@@ -96,7 +101,7 @@ class _Needle:
     def holds(self, buffer: bytes | bytearray, start: int, end: int) -> bool:
         """Whether the text `buffer[start:end]` holds the term."""
         if self._word is None:
-            return buffer.find(self.token, start, end) >= 0
+            return any(buffer.find(spelling, start, end) >= 0 for spelling in self._spellings)
         return self._word.search(buffer, start, end) is not None
 
     def mark(self, run: _Run, found: npt.NDArray[np.bool_]) -> None:
@@ -109,10 +114,14 @@ class _Needle:
         index built); the word-start check it leaves to Python is the regex's, which
         takes over once a run has shown `_REGEX_AFTER_MISSES` hits inside words.
         """
+        for spelling in self._spellings:
+            self._mark_spelling(run, found, spelling)
+
+    def _mark_spelling(self, run: _Run, found: npt.NDArray[np.bool_], token: bytes) -> None:
         buffer, starts, ends = run.buffer, run.starts, run.ends
         # Through a memoryview, which the Str keeps: the buffer cannot be resized under it.
         find = stringzilla.Str(memoryview(buffer)).find
-        token, size, word, whole = self.token, len(self.token), self._word, self._whole
+        size, word, whole = len(token), self._word, self._whole
         misses = 0
         pos, stop = starts[0], ends[-1]
         while pos < stop:

@@ -3,8 +3,8 @@
 The original tokenizer kept only `[a-z0-9_]` runs, so `café` became `caf` and Cyrillic,
 Greek or Arabic notes produced no tokens at all (docs/design.md, decision 1). Here a word is any
 run of Unicode word characters; CJK runs, which have no spaces between words, become
-overlapping bigrams; tags stay whole and also yield their hierarchy so `#project` finds
-notes tagged `#project/alpha`.
+overlapping bigrams (of Chinese in its simplified form: `han_forms`); tags stay whole and
+also yield their hierarchy so `#project` finds notes tagged `#project/alpha`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import re
 import sys
 import unicodedata
 
+from langchain_vaultsearch.text.han_forms import fold_han
 from langchain_vaultsearch.vault.markdown_syntax import TAG_PATTERN, WORD_CHARS
 
 # Han (with Extension A, B+ and compatibility ideographs), kana, Hangul, and the Southeast
@@ -272,11 +273,12 @@ def _add_unicode_run(run: str, tokens: dict[str, None]) -> None:
         if not part:
             continue
         if CJK_RUN.fullmatch(part):
-            if len(part) == 1:
-                tokens[part] = None
+            folded = fold_han(part)  # `學習` and `学习` are one word
+            if len(folded) == 1:
+                tokens[folded] = None
             else:
-                for i in range(len(part) - 1):
-                    tokens[part[i : i + 2]] = None
+                for i in range(len(folded) - 1):
+                    tokens[folded[i : i + 2]] = None
             continue
         tokens[part] = None
         folded = fold_accents(part)
