@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from langchain_vaultsearch import TieredLexicalRetriever, Vault
 from langchain_vaultsearch.fusion.typos import covers
 from langchain_vaultsearch.search import core as core_module
+from langchain_vaultsearch.search.lexical_index import IndexPolicy
 from tests.conftest import SAMPLE_VAULT, write_vault
 
 CONTRACT_KEYS = {
@@ -301,3 +302,22 @@ async def test_a_tag_no_note_carries_searches_its_words_async(vault_dir: Path) -
     retriever = TieredLexicalRetriever(vault_path=str(vault_dir))
     found = await retriever.ainvoke("#tomatoes", salient_terms=["#tomatoes"])
     assert [doc.metadata["path"] for doc in found][:1] == ["Projects/Beta/Notes.md"]
+
+
+SCANNING = IndexPolicy(background_build_notes=1, build_in_background=False)
+"""A vault that scans for good: which tags notes carry is never known."""
+
+
+async def test_a_tag_no_note_carries_searches_its_words_while_the_first_index_builds(
+    vault_dir: Path,
+) -> None:
+    retriever = TieredLexicalRetriever(
+        vault_path=str(vault_dir), index_policy=SCANNING, persist_index=False
+    )
+    found = retriever.invoke("#tomatoes")
+    assert not retriever.index_ready
+    assert [doc.metadata["path"] for doc in found][:1] == ["Projects/Beta/Notes.md"]
+    found = await retriever.ainvoke("#tomatoes", salient_terms=["#tomatoes"])
+    assert [doc.metadata["path"] for doc in found][:1] == ["Projects/Beta/Notes.md"]
+    # A tag a note carries is still a tag: the note that only says "piano" in its tag.
+    assert [doc.metadata["path"] for doc in retriever.invoke("#music")] == ["Piano/Lesson 1.md"]
