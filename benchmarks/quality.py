@@ -274,12 +274,17 @@ def _warn_unjudged(queries: list[JudgedQuery]) -> None:
 
 
 def _build_ours(retriever: str, vault: Path, *, scan_only: bool) -> BaseRetriever:
-    """Our retriever, or with `scan_only` one that keeps searching as before an index exists.
+    """Our retriever with its index built, or with `scan_only` one that keeps scanning.
 
     Scan-only measures the searches a large never-indexed vault gets while its index builds.
     """
     if not scan_only:
-        return load_retriever_class(retriever)(vault_path=str(vault), k=OURS_K)
+        ours = load_retriever_class(retriever)(vault_path=str(vault), k=OURS_K)
+        # The index, not a mix: a search made while a large vault's first index builds scans.
+        wait_for_index = getattr(ours, "wait_for_index", None)
+        if callable(wait_for_index):
+            wait_for_index()
+        return ours
     from langchain_vaultsearch.search.lexical_index import IndexPolicy
 
     scanning = IndexPolicy(persist=False, background_build_notes=1, build_in_background=False)
