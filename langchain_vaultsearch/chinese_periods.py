@@ -19,6 +19,8 @@ from langchain_vaultsearch.text.han_forms import fold_han
 _DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _NUMBER = r"(\d{1,3}|[一二两三四五六七八九十]{1,3})"
 _MONTH = r"(1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
+_DAY = r"(\d{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])"
+"""A day of the month, in digits or numerals (`5`, `五`, `二十三`)."""
 _UNITS = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month"}
 _UNITS |= {"季度": "quarter", "年": "year"}
 _UNIT = "(" + "|".join(sorted(_UNITS, key=len, reverse=True)) + ")"
@@ -65,6 +67,14 @@ def _month(text: str) -> str:
     return _MONTH_NAMES[_number(text) - 1]
 
 
+def _day(text: str) -> int:
+    """A day of the month; KeyError (no period) past the 31st."""
+    day = _number(text)
+    if not 1 <= day <= 31:  # the days a month may have
+        raise KeyError(text)
+    return day
+
+
 def _weekday(text: str) -> str:
     return _WEEKDAYS[6 if text in "日天" else _number(text) - 1]
 
@@ -73,17 +83,17 @@ _Read = Callable[[tuple[str, ...]], str]
 _WithYear = Callable[[tuple[str, ...], str], str]
 _FORMS: list[tuple[str, _Read, _WithYear | None]] = [
     (
-        r"(\d{4})年" + _MONTH + r"月(\d{1,2})[日号]",
-        lambda g: f"{g[0]}-{_number(g[1]):02d}-{int(g[2]):02d}",
+        r"(\d{4})年" + _MONTH + r"月" + _DAY + r"[日号]",
+        lambda g: f"{g[0]}-{_number(g[1]):02d}-{_day(g[2]):02d}",
         None,
     ),
     (r"(\d{4})年第?([1-4一二三四])季度", lambda g: f"q{_number(g[1])} {g[0]}", None),
     (r"(\d{4})年" + _MONTH + r"月份?", lambda g: f"{g[0]}-{_number(g[1]):02d}", None),
     (r"(\d{4})年(?!\d)", lambda g: g[0], None),
     (
-        _MONTH + r"月(\d{1,2})[日号]",
-        lambda g: f"{_month(g[0])} {int(g[1])}",
-        lambda g, year: f"{year}-{_number(g[0]):02d}-{int(g[1]):02d}",
+        _MONTH + r"月" + _DAY + r"[日号]",
+        lambda g: f"{_month(g[0])} {_day(g[1])}",
+        lambda g, year: f"{year}-{_number(g[0]):02d}-{_day(g[1]):02d}",
     ),
     (
         r"(?:最近|过去|近)" + _NUMBER + r"个?" + _UNIT,
@@ -108,7 +118,7 @@ _FORMS: list[tuple[str, _Read, _WithYear | None]] = [
         None,
     ),
     (
-        r"([上下这本])个?(周|星期|礼拜|月|季度)",
+        r"([上下这本])一?个?(周|星期|礼拜|月|季度)",  # `上一周`, `上一个月` too
         lambda g: f"{_WHICH[g[0]]} {_PERIOD_UNITS[g[1]]}",
         None,
     ),
@@ -131,6 +141,11 @@ _BEFORE_OR_AFTER = re.compile(r"以前|之前|之后|以后|前|后")
 period is not read, rather than read as itself."""
 _SINCE_AFTER = re.compile(r"\s*(?:以来|至今|到现在|到今天|起|开始)")
 _YEAR = re.compile(r"\d{4}")
+_DAY_END = re.compile(r"\s*(?:到|至|~|～|-|－|—)\s*" + _DAY + r"[日号]")
+"""A range's end named by its day alone, in the start's month (`3月5号到7号`)."""
+_DATED = re.compile(r"(\d{4}-\d{2}-|[a-z]+ )\d{1,2}")
+"""A day's English expression, up to its day: `2023-03-` of `2023-03-05`, `march ` of
+`march 5`."""
 _FULL_WIDTH_DIGITS = str.maketrans({chr(0xFF10 + digit): str(digit) for digit in range(10)})
 
 
@@ -229,6 +244,15 @@ def _ranges(text: str, periods: list[_Found], bounds: set[int]) -> list[_Found]:
     joined: list[_Found] = []
     for period in periods:
         last = joined[-1] if joined else None
+        day_end = _DAY_END.match(text, period.end)
+        dated = _DATED.fullmatch(period.english)
+        # 3月5号到7号: the 7th of that month (not 7号线, subway line 7).
+        if day_end is not None and dated is not None and day_end.end() in bounds:
+            end = _same_month(dated.group(1), day_end.group(1))
+            if end is not None:
+                opened = _opened_at(text, period.start)
+                joined.append(_Found(opened, day_end.end(), f"from {period.english} to {end}"))
+                continue
         if last is not None and _TO.fullmatch(text[last.end : period.start]):
             year = _YEAR.match(last.english)
             end = period.english
@@ -249,6 +273,15 @@ def _ranges(text: str, periods: list[_Found], bounds: set[int]) -> list[_Found]:
         opened = _opened_at(text, period.start)
         since.append(_Found(opened, after.end(), f"since {period.english}"))
     return since
+
+
+def _same_month(month: str, day: str) -> str | None:
+    """A day of the month a date names (`2023-03-` or `march `); None for no day."""
+    try:
+        number = _day(day)
+    except KeyError:  # 四十号
+        return None
+    return f"{month}{number:02d}" if month.endswith("-") else f"{month}{number}"
 
 
 def _opened_at(text: str, start: int) -> int:

@@ -53,6 +53,12 @@ NOW = datetime(2026, 11, 27, 12, 0)  # a Friday
         ("大前天", date(2026, 11, 24), date(2026, 11, 24)),  # not the day before yesterday
         ("2023年11月到2月", date(2023, 11, 1), date(2024, 2, 29)),  # the end wraps the year
         ("\uff12\uff10\uff12\uff13年\uff13月", date(2023, 3, 1), date(2023, 3, 31)),  # full-width
+        ("三月三日", date(2026, 3, 3), date(2026, 3, 3)),  # a day in numerals, not all March
+        ("2023年三月二十五号", date(2023, 3, 25), date(2023, 3, 25)),
+        ("上一周", date(2026, 11, 16), date(2026, 11, 22)),
+        ("上一个月", date(2026, 10, 1), date(2026, 10, 31)),
+        ("2023年3月5号到7号", date(2023, 3, 5), date(2023, 3, 7)),  # the end in that month
+        ("从三月五日到十日", date(2026, 3, 5), date(2026, 3, 10)),
     ],
 )
 def test_a_chinese_period_is_read_and_labelled_as_written(
@@ -71,6 +77,7 @@ def test_a_chinese_period_is_read_and_labelled_as_written(
         # Before or after a period: a bound the grammar has no word for, so no period.
         *("2023年以前", "2023年之后", "2023年后", "公元前2000年"),
         *("上上上周", "大大前天"),  # not two weeks or three days back
+        *("三月三十五日", "2023年3月5号到四十号"),  # no such day: not March, nor the 5th alone
     ],
 )
 def test_words_that_name_no_period_are_none(words: str) -> None:
@@ -135,6 +142,9 @@ def test_a_question_names_its_period_amid_chinese_words() -> None:
     assert busy.label == "上周"
     assert (busy.start.date(), busy.end.date()) == (date(2026, 11, 16), date(2026, 11, 22))
     assert find_time_expression("[[2023年3月]] 的笔记", NOW) is None  # a note's name
+    line = find_time_expression("3月5号到7号线的施工", NOW)  # subway line 7: no range end
+    assert line is not None
+    assert (line.label, line.end.date()) == ("3月5号", date(2026, 3, 5))
     plan = plan_query("最近三个月关于减脂的笔记", now=NOW)
     assert plan.time_range is not None
     assert plan.time_range.label == "最近三个月"
