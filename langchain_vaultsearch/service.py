@@ -405,8 +405,13 @@ class VaultSearch:
         may come back.
 
         Raises:
-            ValueError: a bad mode, `k` or time expression.
+            ValueError: a blank query (it matches nothing, whatever the vault holds: the
+                notes of a tag or period are `local_search`'s), a bad mode, `k` or time
+                expression.
         """
+        if not query.strip():
+            msg = "the query is empty: give words, [[note]] names or #tags"
+            raise ValueError(msg)
         plan = plan_query(query, k=k, mode=mode, available=self._vault_tags)
         retriever = self._retriever_for(plan)
         raise_if_cancelled()

@@ -86,7 +86,7 @@ def test_a_stdio_session_lists_and_calls_every_tool(vault_dir: Path) -> None:
 def test_bad_arguments_come_back_as_tool_errors_with_their_reason(vault_dir: Path) -> None:
     (vault_dir / "Private").mkdir()
     (vault_dir / "Private" / "diary.md").write_text("# Diary\n\nOAuth secrets.\n")
-    _, missing, bad_k, bad_mode, unknown, excluded = asyncio.run(
+    _, missing, bad_k, bad_mode, unknown, excluded, blank = asyncio.run(
         _stdio_session(
             vault_dir,
             [
@@ -96,6 +96,8 @@ def test_bad_arguments_come_back_as_tool_errors_with_their_reason(vault_dir: Pat
                 # `k` is the Python name; the tool's is top_n: a silent default would mislead.
                 ("local_search", {"question": "oauth", "k": 3}),
                 ("read_note", {"path": "Private/diary.md"}),
+                # An empty query matched nothing, as if the vault held nothing.
+                ("search", {"query": "  ", "tags": ["project"]}),
             ],
             exclude="Private/",
         )
@@ -112,6 +114,8 @@ def test_bad_arguments_come_back_as_tool_errors_with_their_reason(vault_dir: Pat
     assert "k must be between 1 and 100" in bad_k.content[0].text
     assert bad_mode.isError
     assert "mode must be one of" in bad_mode.content[0].text
+    assert blank.isError
+    assert "the query is empty" in blank.content[0].text
 
 
 @contextlib.contextmanager

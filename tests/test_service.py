@@ -26,6 +26,8 @@ def test_lexical_only_service_refuses_semantic_modes_with_the_fix(vault_dir: Pat
     with pytest.raises(ValueError, match="mode must be one of"):
         service.retriever("fuzzy")  # type: ignore[arg-type]
     assert service.status()["semantic"] is None
+    with pytest.raises(ValueError, match="the query is empty"):
+        service.search(" ", tags=["project"])  # matched nothing, as if the vault were empty
 
 
 def test_index_then_every_mode_and_status(vault_dir: Path) -> None:
