@@ -192,6 +192,9 @@ def collect(
         )
         index.refresh()
         lexical = TieredLexicalRetriever(vault=index.vault, k=EACH)
+        # Over the index: a vault of 1,000+ notes otherwise scans its first questions while
+        # the index builds in the background, and a fresh machine scored otherwise.
+        lexical.wait_for_index()
         semantic = index.as_retriever(k=EACH, refresh=False)
         default = RetrieverFactory(semantic_index=index, k=OURS_K, lexical_side=lexical)
         hybrid = RetrieverFactory(
