@@ -29,6 +29,7 @@ _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _WEEKDAY = "([一二三四五六日天])(?![次直起下些点样般定共切半边个天周月年])"
 """A weekday's numeral, unless it begins a word (`上周一直`: all last week; `周一次`)."""
 _WHICH = {"上": "last", "下": "next", "这": "this", "本": "this"}
+_WHICH_YEAR = {"今年": "this", "去年": "last", "明年": "next"}
 _NAMED = {
     "今天": "today",
     "今日": "today",
@@ -90,6 +91,16 @@ _FORMS: list[tuple[str, _Read, _WithYear | None]] = [
     (r"(\d{4})年第?([1-4一二三四])季度", lambda g: f"q{_number(g[1])} {g[0]}", None),
     (r"(\d{4})年" + _MONTH + r"月份?", lambda g: f"{g[0]}-{_number(g[1]):02d}", None),
     (r"(\d{4})年(?!\d)", lambda g: g[0], None),
+    (
+        r"(今年|去年|明年)" + _MONTH + r"月份?",
+        lambda g: f"{_month(g[1])} {_WHICH_YEAR[g[0]]} year",
+        None,
+    ),
+    (
+        r"(今年|去年|明年)第?([1-4一二三四])季度",
+        lambda g: f"q{_number(g[1])} {_WHICH_YEAR[g[0]]} year",
+        None,
+    ),
     (
         _MONTH + r"月" + _DAY + r"[日号]",
         lambda g: f"{_month(g[0])} {_day(g[1])}",

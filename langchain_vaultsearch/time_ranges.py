@@ -106,9 +106,13 @@ _WEEK_OF = re.compile(r"(?:the\s+)?week\s+(?:of|starting|beginning)\s+(?P<day>.+
 _MONTH_ALONE = re.compile(_MONTH)
 _MONTH_YEAR = re.compile(rf"{_MONTH},?\s+(?:of\s+)?{_YEAR}")
 _YEAR_MONTH = re.compile(rf"{_YEAR}\s+{_MONTH}")
+_WHICH_YEAR = r"(?:of\s+)?(?P<which>last|this|next)\s+year"
+_YEAR_OFFSETS = {"last": -1, "this": 0, "next": 1}
+_MONTH_OF_YEAR = re.compile(rf"{_MONTH},?\s+{_WHICH_YEAR}")
 _ISO_MONTH = re.compile(r"(?P<year>\d{4})-(?P<month>\d{1,2})")
 _QUARTER = re.compile(rf"(?:q|quarter\s+)(?P<quarter>[1-4])(?:,?\s+(?:of\s+)?{_YEAR})?")
 _YEAR_QUARTER = re.compile(rf"{_YEAR}\s*-?\s*q(?P<quarter>[1-4])")
+_QUARTER_OF_YEAR = re.compile(rf"(?:q|quarter\s+)(?P<quarter>[1-4]),?\s+{_WHICH_YEAR}")
 _YEAR_ALONE = re.compile(rf"(?:(?:the\s+)?year\s+(?:of\s+)?)?{_YEAR}")
 _NUMERIC_DATE = re.compile(
     r"(?P<year>\d{4})(?P<sep>[-/.])(?P<month>\d{1,2})(?P=sep)(?P<day>\d{1,2})"
@@ -565,6 +569,9 @@ def _month_name(text: str, today: date) -> _Period | None:
     match = _MONTH_YEAR.fullmatch(text) or _YEAR_MONTH.fullmatch(text)
     if match:
         return _month(int(match["year"]), _MONTHS[match["month"]])
+    match = _MONTH_OF_YEAR.fullmatch(text)  # "march last year"
+    if match:
+        return _month(today.year + _YEAR_OFFSETS[match["which"]], _MONTHS[match["month"]])
     match = _ISO_MONTH.fullmatch(text)
     if match:
         month = int(match["month"])
@@ -581,6 +588,10 @@ def _month_name(text: str, today: date) -> _Period | None:
 
 
 def _quarter(text: str, today: date) -> _Period | None:
+    relative = _QUARTER_OF_YEAR.fullmatch(text)  # "q1 last year"
+    if relative:
+        year = today.year + _YEAR_OFFSETS[relative["which"]]
+        return _quarter_of(year, int(relative["quarter"]))
     match = _YEAR_QUARTER.fullmatch(text) or _QUARTER.fullmatch(text)
     if match is None:
         return None

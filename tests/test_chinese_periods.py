@@ -59,6 +59,9 @@ NOW = datetime(2026, 11, 27, 12, 0)  # a Friday
         ("上一个月", date(2026, 10, 1), date(2026, 10, 31)),
         ("2023年3月5号到7号", date(2023, 3, 5), date(2023, 3, 7)),  # the end in that month
         ("从三月五日到十日", date(2026, 3, 5), date(2026, 3, 10)),
+        ("去年3月", date(2025, 3, 1), date(2025, 3, 31)),  # not all of last year
+        ("今年十月份", date(2026, 10, 1), date(2026, 10, 31)),
+        ("去年第四季度", date(2025, 10, 1), date(2025, 12, 31)),
     ],
 )
 def test_a_chinese_period_is_read_and_labelled_as_written(
