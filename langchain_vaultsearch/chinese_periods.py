@@ -93,7 +93,7 @@ _FORMS: list[tuple[str, _Read, _WithYear | None]] = [
     (r"(\d{4})年(?!\d)", lambda g: g[0], None),
     (
         r"(今年|去年|明年)" + _MONTH + r"月份?",
-        lambda g: f"{_month(g[1])} {_WHICH_YEAR[g[0]]} year",
+        lambda g: f"in {_month(g[1])} {_WHICH_YEAR[g[0]]} year",
         None,
     ),
     (
@@ -154,9 +154,11 @@ _SINCE_AFTER = re.compile(r"\s*(?:以来|至今|到现在|到今天|起|开始)"
 _YEAR = re.compile(r"\d{4}")
 _DAY_END = re.compile(r"\s*(?:到|至|~|～|-|－|—)\s*" + _DAY + r"[日号]")
 """A range's end named by its day alone, in the start's month (`3月5号到7号`)."""
-_DATED = re.compile(r"(\d{4}-\d{2}-|[a-z]+ )\d{1,2}")
-"""A day's English expression, up to its day: `2023-03-` of `2023-03-05`, `march ` of
-`march 5`."""
+_DATED = re.compile(r"(\d{4}-\d{2}-|[a-z]+ )(\d{1,2})")
+"""A day's English expression: its month (`2023-03-` of `2023-03-05`, `march ` of
+`march 5`) and its day."""
+_RELATIVE_MONTH = re.compile(r"in ([a-z]+) (last|this|next) year")
+_NEXT_YEAR = {"last": "this", "this": "next"}
 _FULL_WIDTH_DIGITS = str.maketrans({chr(0xFF10 + digit): str(digit) for digit in range(10)})
 
 
@@ -259,20 +261,27 @@ def _ranges(text: str, periods: list[_Found], bounds: set[int]) -> list[_Found]:
         dated = _DATED.fullmatch(period.english)
         # 3月5号到7号: the 7th of that month (not 7号线, subway line 7).
         if day_end is not None and dated is not None and day_end.end() in bounds:
-            end = _same_month(dated.group(1), day_end.group(1))
+            end = _day_after(dated, day_end.group(1))
             if end is not None:
                 opened = _opened_at(text, period.start)
                 joined.append(_Found(opened, day_end.end(), f"from {period.english} to {end}"))
                 continue
         if last is not None and _TO.fullmatch(text[last.end : period.start]):
             year = _YEAR.match(last.english)
-            end = period.english
+            relative = _RELATIVE_MONTH.fullmatch(last.english)
+            closing: str | None = period.english
             if year is not None and period.with_year is not None:
-                end = period.with_year(year.group(0))
-                if end < last.english:  # 2023年11月到2月: February of 2024
-                    end = period.with_year(str(int(year.group(0)) + 1))
+                in_year = period.with_year(year.group(0))
+                if in_year < last.english:  # 2023年11月到2月: February of 2024
+                    in_year = period.with_year(str(int(year.group(0)) + 1))
+                closing = in_year
+            elif relative is not None:  # 去年3月到5月: May of last year too
+                closing = _in_relative_year(relative, period.english)
+            if closing is None:
+                joined.append(period)
+                continue
             opened = _opened_at(text, last.start)
-            joined[-1] = _Found(opened, period.end, f"from {last.english} to {end}")
+            joined[-1] = _Found(opened, period.end, f"from {last.english} to {closing}")
             continue
         joined.append(period)
     since = []
@@ -286,13 +295,45 @@ def _ranges(text: str, periods: list[_Found], bounds: set[int]) -> list[_Found]:
     return since
 
 
-def _same_month(month: str, day: str) -> str | None:
-    """A day of the month a date names (`2023-03-` or `march `); None for no day."""
+def _day_after(start: re.Match[str], day: str) -> str | None:
+    """The range's end on `day`, in the start's month or the next (`3月25号到5号`: April 5).
+
+    None for no such day (`四十号`), or for the month after a December with no year.
+    """
     try:
         number = _day(day)
     except KeyError:  # 四十号
         return None
+    month = start.group(1)
+    if number < int(start.group(2)):
+        month = _next_month(month)
+    if month is None:
+        return None
     return f"{month}{number:02d}" if month.endswith("-") else f"{month}{number}"
+
+
+def _next_month(month: str) -> str | None:
+    """`2023-03-` -> `2023-04-`, `march ` -> `april `; None after `december ` (which year?)."""
+    iso = re.fullmatch(r"(\d{4})-(\d{2})-", month)
+    if iso is not None:
+        year, number = int(iso.group(1)), int(iso.group(2))
+        return f"{year + number // 12}-{number % 12 + 1:02d}-"
+    number = _MONTH_NAMES.index(month.strip())
+    return None if number == len(_MONTH_NAMES) - 1 else f"{_MONTH_NAMES[number + 1]} "
+
+
+def _in_relative_year(start: re.Match[str], end: str) -> str | None:
+    """A month named alone (`in may`) in the start's year (`in march last year`) or the next.
+
+    None when the end is no month alone, or falls in a year the grammar has no words for.
+    """
+    month = re.fullmatch(r"in ([a-z]+)", end)
+    if month is None:
+        return None
+    which = start.group(2)
+    if _MONTH_NAMES.index(month.group(1)) < _MONTH_NAMES.index(start.group(1)):
+        which = _NEXT_YEAR.get(which)
+    return None if which is None else f"{end} {which} year"
 
 
 def _opened_at(text: str, start: int) -> int:

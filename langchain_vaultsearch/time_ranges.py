@@ -109,6 +109,7 @@ _YEAR_MONTH = re.compile(rf"{_YEAR}\s+{_MONTH}")
 _WHICH_YEAR = r"(?:of\s+)?(?P<which>last|this|next)\s+year"
 _YEAR_OFFSETS = {"last": -1, "this": 0, "next": 1}
 _MONTH_OF_YEAR = re.compile(rf"{_MONTH},?\s+{_WHICH_YEAR}")
+_YEAR_AFTER_NAME = re.compile(_WHICH_YEAR)
 _ISO_MONTH = re.compile(r"(?P<year>\d{4})-(?P<month>\d{1,2})")
 _QUARTER = re.compile(rf"(?:q|quarter\s+)(?P<quarter>[1-4])(?:,?\s+(?:of\s+)?{_YEAR})?")
 _YEAR_QUARTER = re.compile(rf"{_YEAR}\s*-?\s*q(?P<quarter>[1-4])")
@@ -444,7 +445,10 @@ def _plausible(phrase: list[str], found: TimeRange, today: date) -> bool:
     content = list(words)
     while content and content[0] in _LEADING_WORDS:
         content.pop(0)
-    if len(content) == 1 and content[0].rstrip(".") in _NAMES and words[0] not in _PREPOSITIONS:
+    # A bare name ("may", "march") is a word more often than a period, with a relative
+    # year after it too: "what may next year bring".
+    bare = len(content) == 1 or _YEAR_AFTER_NAME.fullmatch(" ".join(content[1:])) is not None
+    if bare and content[0].rstrip(".") in _NAMES and words[0] not in _PREPOSITIONS:
         return False
     start, end = found.start.astimezone().date(), found.end.astimezone().date()
     return start.year <= today.year + 1 and end.year >= _EARLIEST_YEAR

@@ -60,6 +60,10 @@ NOW = datetime(2026, 11, 27, 12, 0)  # a Friday
         ("2023年3月5号到7号", date(2023, 3, 5), date(2023, 3, 7)),  # the end in that month
         ("从三月五日到十日", date(2026, 3, 5), date(2026, 3, 10)),
         ("去年3月", date(2025, 3, 1), date(2025, 3, 31)),  # not all of last year
+        ("3月25号到5号", date(2026, 3, 25), date(2026, 4, 5)),  # an earlier day: next month
+        ("2023年12月25号到5号", date(2023, 12, 25), date(2024, 1, 5)),
+        ("去年3月到5月", date(2025, 3, 1), date(2025, 5, 31)),  # the end in that year too
+        ("去年11月到2月", date(2025, 11, 1), date(2026, 2, 28)),
         ("今年十月份", date(2026, 10, 1), date(2026, 10, 31)),
         ("去年第四季度", date(2025, 10, 1), date(2025, 12, 31)),
     ],
@@ -81,6 +85,7 @@ def test_a_chinese_period_is_read_and_labelled_as_written(
         *("2023年以前", "2023年之后", "2023年后", "公元前2000年"),
         *("上上上周", "大大前天"),  # not two weeks or three days back
         *("三月三十五日", "2023年3月5号到四十号"),  # no such day: not March, nor the 5th alone
+        *("12月25号到5号", "明年11月到2月"),  # which year? the grammar has no words for it
     ],
 )
 def test_words_that_name_no_period_are_none(words: str) -> None:
@@ -145,6 +150,9 @@ def test_a_question_names_its_period_amid_chinese_words() -> None:
     assert busy.label == "上周"
     assert (busy.start.date(), busy.end.date()) == (date(2026, 11, 16), date(2026, 11, 22))
     assert find_time_expression("[[2023年3月]] 的笔记", NOW) is None  # a note's name
+    spring = find_time_expression("去年3月写的读书笔记", NOW)
+    assert spring is not None
+    assert (spring.label, spring.start.date()) == ("去年3月", date(2025, 3, 1))
     line = find_time_expression("3月5号到7号线的施工", NOW)  # subway line 7: no range end
     assert line is not None
     assert (line.label, line.end.date()) == ("3月5号", date(2026, 3, 5))

@@ -75,6 +75,32 @@ def test_the_scan_checks_a_word_in_one_note_in_every_spelling() -> None:
     assert spellings("发展") == ["发展", "發展", "髮展"]
 
 
+def test_folding_is_one_step_and_the_scan_spells_what_the_index_folds() -> None:
+    # OpenCC's table chains `薴` to `苧`, which it folds to `苎`.
+    assert fold_han("薴苧") == "苎苎" == fold_han(fold_han("薴苧"))
+    assert {fold_han(spelling) for spelling in spellings("苎麻")} == {"苎麻"}
+
+
+def test_a_word_finds_a_note_tagged_with_it_in_the_other_form(tmp_path: Path) -> None:
+    root = write_vault(
+        tmp_path / "v",
+        {
+            "inline.md": "# A\n\n#學習 today\n",
+            "front.md": "---\ntags: [測試]\n---\n# B\n\nnothing here\n",
+            "other.md": "# C\n\nunrelated\n",
+        },
+    )
+    retriever = TieredLexicalRetriever(vault_path=str(root), k=3)
+    for query, found in [("学习", "inline.md"), ("學習", "inline.md"), ("测试", "front.md")]:
+        assert [doc.metadata["path"] for doc in retriever.invoke(query)] == [found], query
+
+
+def test_a_tag_is_matched_as_written_by_the_scan_too(tmp_path: Path) -> None:
+    notes = {"trad.md": "#學 one\n", "simp.md": "#学 two\n"}
+    scan = ScanRecall(Vault(write_vault(tmp_path / "v", notes), watch=False))
+    assert [path for path, _score in scan.candidates(["#学"], 5)] == ["simp.md"]
+
+
 def test_stop_words_in_traditional_characters_are_dropped_and_terms_kept_as_typed() -> None:
     # `們` of `我們` (we) and `查詢` (look up) carry no topic, as `们` and `查询` do not.
     terms = extract_salient_terms("我們查詢學習方法")

@@ -392,6 +392,10 @@ def found(question: str, now: datetime = NOW) -> tuple[str, str, str] | None:
         ("what did I do on friday?", "friday", "2024-01-12", "2024-01-12"),
         ("my 1999 diary", "1999", "1999-01-01", "1999-12-31"),
         ("what did Sarah say since january 10", "since january 10", "2024-01-10", "2024-01-15"),
+        # With a relative year too: after a preposition a month, else the verb and the year.
+        ("what did I plan in march last year", "march last year", "2023-03-01", "2023-03-31"),
+        ("what may next year bring", "next year", "2025-01-01", "2025-12-31"),
+        ("we march next year", "next year", "2025-01-01", "2025-12-31"),
     ],
 )
 def test_time_phrases_are_found_inside_questions(

@@ -87,7 +87,7 @@ class _Needle:
         # The index folds Chinese to its simplified form; the scanned text is as written.
         self._spellings = [self.token]
         if contains_cjk(token):
-            if len(token) <= 2:  # a bigram or a lone character, not a tag
+            if len(token) <= 2 and not token.startswith("#"):  # a bigram or a character
                 self._spellings = [spelling.encode() for spelling in spellings(token)]
             # No spaces between CJK words: a bigram may start anywhere.
             self._word: re.Pattern[bytes] | None = None

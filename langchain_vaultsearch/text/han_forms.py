@@ -42,6 +42,13 @@ def _folding() -> tuple[dict[int, str], frozenset[str], dict[str, tuple[str, ...
         simplified = forms.split(" ")[0]
         if len(traditional) == 1 and len(simplified) == 1 and simplified != traditional:
             table[ord(traditional)] = simplified
+    # To a fixed point, so folding twice is folding once: the table chains a few (`薴` to
+    # `苧`, which it folds to `苎`), and the scan's spellings must be the index's.
+    for code_point, first in table.items():
+        final = first
+        while ord(final) in table:
+            final = table[ord(final)]
+        table[code_point] = final
     others: dict[str, list[str]] = {}
     for code_point, simplified in sorted(table.items()):
         others.setdefault(simplified, []).append(chr(code_point))

@@ -253,18 +253,30 @@ def _split_run(run: str) -> tuple[str, ...]:
 
 
 def _add_tag_terms(tag: str, tokens: dict[str, None]) -> None:
-    """Add a tag whole, its body, and every prefix of its hierarchy with and without `#`."""
+    """Add a tag whole, its body, and every prefix of its hierarchy with and without `#`.
+
+    A tag is matched as written (`#學習` is not `#学习`), but its words, which the plain
+    word `學習` or `学习` matches, also in their folded form (`han_forms`).
+    """
     body = tag.lstrip("#")
     if not body:
         return
     tokens["#" + body] = None
-    tokens[body] = None
+    _add_words(body, tokens)
     prefix = ""
     for segment in (part for part in body.split("/") if part):
         prefix = f"{prefix}/{segment}" if prefix else segment
-        tokens[prefix] = None
+        _add_words(prefix, tokens)
         tokens["#" + prefix] = None
-        tokens[segment] = None
+        _add_words(segment, tokens)
+
+
+def _add_words(words: str, tokens: dict[str, None]) -> None:
+    """A tag's words as a term: as written, and folded when that differs."""
+    tokens[words] = None
+    folded = fold_han(words)
+    if folded is not words:
+        tokens[folded] = None
 
 
 def _add_unicode_run(run: str, tokens: dict[str, None]) -> None:
