@@ -29,7 +29,10 @@ _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _WEEKDAY = "([一二三四五六日天])(?![次直起下些点样般定共切半边个天周月年])"
 """A weekday's numeral, unless it begins a word (`上周一直`: all last week; `周一次`)."""
 _WHICH = {"上": "last", "下": "next", "这": "this", "本": "this"}
-_WHICH_YEAR = {"今年": "this", "去年": "last", "明年": "next"}
+_WHICH_YEAR = {"今年": "this year", "去年": "last year", "明年": "next year"}
+_WHICH_YEAR |= {"前年": "the year before last"}
+_YEAR_WORD = "(" + "|".join(_WHICH_YEAR) + ")"
+_HALVES = {"上": "first", "下": "second"}
 _NAMED = {
     "今天": "today",
     "今日": "today",
@@ -90,17 +93,30 @@ _FORMS: list[tuple[str, _Read, _WithYear | None]] = [
     ),
     (r"(\d{4})年第?([1-4一二三四])季度", lambda g: f"q{_number(g[1])} {g[0]}", None),
     (r"(\d{4})年" + _MONTH + r"月份?", lambda g: f"{g[0]}-{_number(g[1]):02d}", None),
+    (r"(\d{4})年([上下])半年", lambda g: f"the {_HALVES[g[1]]} half of {g[0]}", None),
     (r"(\d{4})年(?!\d)", lambda g: g[0], None),
     (
-        r"(今年|去年|明年)" + _MONTH + r"月份?",
-        lambda g: f"in {_month(g[1])} {_WHICH_YEAR[g[0]]} year",
+        _YEAR_WORD + _MONTH + r"月" + _DAY + r"[日号]",
+        lambda g: f"{_month(g[1])} {_day(g[2])} {_WHICH_YEAR[g[0]]}",
         None,
     ),
     (
-        r"(今年|去年|明年)第?([1-4一二三四])季度",
-        lambda g: f"q{_number(g[1])} {_WHICH_YEAR[g[0]]} year",
+        _YEAR_WORD + _MONTH + r"月份?",
+        lambda g: f"in {_month(g[1])} {_WHICH_YEAR[g[0]]}",
         None,
     ),
+    (
+        _YEAR_WORD + r"第?([1-4一二三四])季度",
+        lambda g: f"q{_number(g[1])} {_WHICH_YEAR[g[0]]}",
+        None,
+    ),
+    # 上半年 alone is this year's first half, as 第二季度 is this year's quarter.
+    (
+        _YEAR_WORD + r"?([上下])半年",
+        lambda g: f"the {_HALVES[g[1]]} half of {_WHICH_YEAR.get(g[0], 'the year')}",
+        None,
+    ),
+    (r"(?:最近|过去|近)半年", lambda _g: "last 6 months", None),
     (
         _MONTH + r"月" + _DAY + r"[日号]",
         lambda g: f"{_month(g[0])} {_day(g[1])}",
@@ -154,11 +170,12 @@ _SINCE_AFTER = re.compile(r"\s*(?:以来|至今|到现在|到今天|起|开始)"
 _YEAR = re.compile(r"\d{4}")
 _DAY_END = re.compile(r"\s*(?:到|至|~|～|-|－|—)\s*" + _DAY + r"[日号]")
 """A range's end named by its day alone, in the start's month (`3月5号到7号`)."""
-_DATED = re.compile(r"(\d{4}-\d{2}-|[a-z]+ )(\d{1,2})")
+_DATED = re.compile(r"(\d{4}-\d{2}-|[a-z]+ )(\d{1,2})((?: [a-z]+)*)")
 """A day's English expression: its month (`2023-03-` of `2023-03-05`, `march ` of
-`march 5`) and its day."""
-_RELATIVE_MONTH = re.compile(r"in ([a-z]+) (last|this|next) year")
-_NEXT_YEAR = {"last": "this", "this": "next"}
+`march 5`), its day and its year named relative to this one (` last year`), if any."""
+_RELATIVE_MONTH = re.compile(r"in ([a-z]+) (last year|this year|next year|the year before last)")
+_NEXT_YEAR = {"the year before last": "last year", "last year": "this year"}
+_NEXT_YEAR |= {"this year": "next year"}
 _FULL_WIDTH_DIGITS = str.maketrans({chr(0xFF10 + digit): str(digit) for digit in range(10)})
 
 
@@ -304,12 +321,13 @@ def _day_after(start: re.Match[str], day: str) -> str | None:
         number = _day(day)
     except KeyError:  # 四十号
         return None
-    month = start.group(1)
+    month: str | None = start.group(1)
     if number < int(start.group(2)):
-        month = _next_month(month)
+        month = _next_month(start.group(1))
     if month is None:
         return None
-    return f"{month}{number:02d}" if month.endswith("-") else f"{month}{number}"
+    end = f"{month}{number:02d}" if month.endswith("-") else f"{month}{number}"
+    return end + start.group(3)  # 去年3月5号到7号: March 7 last year too
 
 
 def _next_month(month: str) -> str | None:
@@ -333,7 +351,7 @@ def _in_relative_year(start: re.Match[str], end: str) -> str | None:
     which = start.group(2)
     if _MONTH_NAMES.index(month.group(1)) < _MONTH_NAMES.index(start.group(1)):
         which = _NEXT_YEAR.get(which)
-    return None if which is None else f"{end} {which} year"
+    return None if which is None else f"{end} {which}"
 
 
 def _opened_at(text: str, start: int) -> int:

@@ -106,8 +106,9 @@ _WEEK_OF = re.compile(r"(?:the\s+)?week\s+(?:of|starting|beginning)\s+(?P<day>.+
 _MONTH_ALONE = re.compile(_MONTH)
 _MONTH_YEAR = re.compile(rf"{_MONTH},?\s+(?:of\s+)?{_YEAR}")
 _YEAR_MONTH = re.compile(rf"{_YEAR}\s+{_MONTH}")
-_WHICH_YEAR = r"(?:of\s+)?(?P<which>last|this|next)\s+year"
-_YEAR_OFFSETS = {"last": -1, "this": 0, "next": 1}
+_WHICH_YEAR = r"(?:of\s+)?(?:(?P<which>last|this|next)\s+year|the\s+year\s+before\s+last)"
+_YEAR_OFFSETS = {"last": -1, "this": 0, "next": 1, None: -2}
+"""Each `_WHICH_YEAR`'s year from this one; None is "the year before last"."""
 _MONTH_OF_YEAR = re.compile(rf"{_MONTH},?\s+{_WHICH_YEAR}")
 _YEAR_AFTER_NAME = re.compile(_WHICH_YEAR)
 _ISO_MONTH = re.compile(r"(?P<year>\d{4})-(?P<month>\d{1,2})")
@@ -115,10 +116,18 @@ _QUARTER = re.compile(rf"(?:q|quarter\s+)(?P<quarter>[1-4])(?:,?\s+(?:of\s+)?{_Y
 _YEAR_QUARTER = re.compile(rf"{_YEAR}\s*-?\s*q(?P<quarter>[1-4])")
 _QUARTER_OF_YEAR = re.compile(rf"(?:q|quarter\s+)(?P<quarter>[1-4]),?\s+{_WHICH_YEAR}")
 _YEAR_ALONE = re.compile(rf"(?:(?:the\s+)?year\s+(?:of\s+)?)?{_YEAR}")
+_YEAR_BEFORE_LAST = re.compile(r"(?:the\s+)?year\s+before\s+last")
+_HALF_OF_YEAR = re.compile(
+    rf"(?P<half>first|second)\s+half\s+(?:of\s+{_YEAR}|of\s+the\s+year|{_WHICH_YEAR})"
+)
+_HALF_YEAR = re.compile(rf"h(?P<half>[12]),?\s+{_YEAR}")
+_YEAR_HALF = re.compile(rf"{_YEAR}\s*-?\s*h(?P<half>[12])")
+_HALVES = {"first": 1, "second": 2, "1": 1, "2": 2}
 _NUMERIC_DATE = re.compile(
     r"(?P<year>\d{4})(?P<sep>[-/.])(?P<month>\d{1,2})(?P=sep)(?P<day>\d{1,2})"
 )
 _MONTH_DAY = re.compile(rf"{_MONTH}\s+{_ORDINAL}(?:,?\s+{_YEAR})?")
+_MONTH_DAY_OF_YEAR = re.compile(rf"{_MONTH}\s+{_ORDINAL},?\s+{_WHICH_YEAR}")
 _DAY_MONTH = re.compile(rf"(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH},?(?:\s+{_YEAR})?")
 _RELATIVE_WEEKDAY = re.compile(rf"(?:(?P<which>last|previous|this|next)\s+)?{_WEEKDAY}")
 _SINCE = re.compile(r"since\s+(?P<start>.+)")
@@ -305,8 +314,10 @@ def parse_time_expression(text: str, now: datetime | None = None) -> TimeRange |
     "past week|month|year" (ending today); "this/last/next week|month|quarter|year"
     (calendar periods; weeks start on Monday); "week of <date>"; "N days|weeks|months|years
     ago"; month names ("march", "mar 2024", "2024 march", "2024-03"); quarters ("Q1 2024",
-    "2024 Q1", "q3"); years ("2023", "year 2023"); days ("2024-01-10", "january 10",
-    "jan 10, 2024", "10th of january", "last monday", "next friday"); ranges of any two of
+    "2024 Q1", "q3", "q4 last year"); halves ("first half of 2024", "h2 2023", "second half
+    of last year"); years ("2023", "year 2023", "the year before last"); days
+    ("2024-01-10", "january 10", "jan 10, 2024", "10th of january", "march 5 last year",
+    "the day before yesterday", "last monday", "next friday"); ranges of any two of
     these ("from X to Y", "between X and Y", "X .. Y", "X - Y", "since X", "X to now").
 
     A month, quarter, week or day named without a year is the most recent one that has
@@ -531,10 +542,22 @@ def _relative(text: str, today: date) -> _Period | None:
     return _Period(_shift(today, -count, match["unit"]), today)
 
 
+_DAYS_FROM_TODAY = {
+    "today": 0,
+    "yesterday": -1,
+    "tomorrow": 1,
+    "day before yesterday": -2,
+    "day after tomorrow": 2,
+}
+
+
 def _calendar(text: str, today: date) -> _Period | None:
-    if text in ("today", "yesterday", "tomorrow"):
-        day = today + {"today": 0, "yesterday": -1, "tomorrow": 1}[text] * _DAY
+    named = text.removeprefix("the ")
+    if named in _DAYS_FROM_TODAY:
+        day = today + _DAYS_FROM_TODAY[named] * _DAY
         return _Period(day, day)
+    if _YEAR_BEFORE_LAST.fullmatch(text):
+        return _unit_period(_shift(today, -2, "year"), "year")
     match = _CALENDAR.fullmatch(text)
     if match is None:
         return None
@@ -609,6 +632,22 @@ def _quarter(text: str, today: date) -> _Period | None:
     return _most_recent(quarter_in, today)
 
 
+def _half(text: str, today: date) -> _Period | None:
+    """ "first half of 2024", "h2 2023", "second half of last year": six months of a year."""
+    match = _HALF_OF_YEAR.fullmatch(text) or _HALF_YEAR.fullmatch(text)
+    match = match or _YEAR_HALF.fullmatch(text)
+    if match is None:
+        return None
+    if match["year"]:
+        year = int(match["year"])
+    elif text.endswith("of the year"):
+        year = today.year
+    else:
+        year = today.year + _YEAR_OFFSETS[match["which"]]
+    first_month = 6 * (_HALVES[match["half"]] - 1) + 1
+    return _Period(_month(year, first_month).first, _month(year, first_month + 5).last)
+
+
 def _year(text: str, today: date) -> _Period | None:
     match = _YEAR_ALONE.fullmatch(text)
     if match is None:
@@ -621,6 +660,11 @@ def _day(text: str, today: date) -> _Period | None:
     match = _NUMERIC_DATE.fullmatch(text)
     if match:
         day = date(int(match["year"]), int(match["month"]), int(match["day"]))
+        return _Period(day, day)
+    relative = _MONTH_DAY_OF_YEAR.fullmatch(text)  # "march 5 last year"
+    if relative:
+        year = today.year + _YEAR_OFFSETS[relative["which"]]
+        day = date(year, _MONTHS[relative["month"]], int(relative["day"]))
         return _Period(day, day)
     match = _MONTH_DAY.fullmatch(text) or _DAY_MONTH.fullmatch(text)
     if match is None:
@@ -660,6 +704,7 @@ _PARSERS: tuple[Callable[[str, date], _Period | None], ...] = (
     _week_of,
     _month_name,
     _quarter,
+    _half,
     _year,
     _day,
 )

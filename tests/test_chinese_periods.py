@@ -66,6 +66,20 @@ NOW = datetime(2026, 11, 27, 12, 0)  # a Friday
         ("去年11月到2月", date(2025, 11, 1), date(2026, 2, 28)),
         ("今年十月份", date(2026, 10, 1), date(2026, 10, 31)),
         ("去年第四季度", date(2025, 10, 1), date(2025, 12, 31)),
+        ("前年3月", date(2024, 3, 1), date(2024, 3, 31)),  # not all of 2024
+        ("前年第四季度", date(2024, 10, 1), date(2024, 12, 31)),
+        ("前年11月到2月", date(2024, 11, 1), date(2025, 2, 28)),
+        ("去年3月5号", date(2025, 3, 5), date(2025, 3, 5)),  # not all of March
+        ("去年3月5号到7号", date(2025, 3, 5), date(2025, 3, 7)),  # in that year too
+        ("去年3月25号到5号", date(2025, 3, 25), date(2025, 4, 5)),
+        ("从去年3月5号到今年2月1号", date(2025, 3, 5), date(2026, 2, 1)),
+        ("上半年", date(2026, 1, 1), date(2026, 6, 30)),  # this year's
+        ("下半年", date(2026, 7, 1), date(2026, 12, 31)),
+        ("去年下半年", date(2025, 7, 1), date(2025, 12, 31)),
+        ("前年上半年", date(2024, 1, 1), date(2024, 6, 30)),
+        ("2023年上半年", date(2023, 1, 1), date(2023, 6, 30)),  # not all of 2023
+        ("最近半年", date(2026, 5, 27), date(2026, 11, 27)),
+        ("過去半年", date(2026, 5, 27), date(2026, 11, 27)),
     ],
 )
 def test_a_chinese_period_is_read_and_labelled_as_written(
@@ -86,6 +100,8 @@ def test_a_chinese_period_is_read_and_labelled_as_written(
         *("上上上周", "大大前天"),  # not two weeks or three days back
         *("三月三十五日", "2023年3月5号到四十号"),  # no such day: not March, nor the 5th alone
         *("12月25号到5号", "明年11月到2月"),  # which year? the grammar has no words for it
+        *("去年12月25号到5号", "半年", "去年2月30号"),
+        "后天",  # also "acquired" (先天和后天): not read as a day ahead
     ],
 )
 def test_words_that_name_no_period_are_none(words: str) -> None:
@@ -156,6 +172,21 @@ def test_a_question_names_its_period_amid_chinese_words() -> None:
     line = find_time_expression("3月5号到7号线的施工", NOW)  # subway line 7: no range end
     assert line is not None
     assert (line.label, line.end.date()) == ("3月5号", date(2026, 3, 5))
+    half = find_time_expression("我上半年读了哪些书", NOW)
+    assert half is not None
+    assert (half.label, half.start.date(), half.end.date()) == (
+        "上半年",
+        date(2026, 1, 1),
+        date(2026, 6, 30),
+    )
+    meeting = find_time_expression("去年3月5号的会议记录", NOW)
+    assert meeting is not None
+    assert (meeting.label, meeting.start.date(), meeting.end.date()) == (
+        "去年3月5号",
+        date(2025, 3, 5),
+        date(2025, 3, 5),
+    )
+    assert find_time_expression("先天和后天的因素", NOW) is None  # innate and acquired
     plan = plan_query("最近三个月关于减脂的笔记", now=NOW)
     assert plan.time_range is not None
     assert plan.time_range.label == "最近三个月"

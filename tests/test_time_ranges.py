@@ -104,12 +104,26 @@ MORE_CASES = [
     ("q4 last year", "2023-10-01", "2023-12-31"),
     ("quarter 1 next year", "2025-01-01", "2025-03-31"),
     ("the year of 2023", "2023-01-01", "2023-12-31"),
+    ("the year before last", "2022-01-01", "2022-12-31"),
+    ("march the year before last", "2022-03-01", "2022-03-31"),
+    ("q4 of the year before last", "2022-10-01", "2022-12-31"),
+    # halves of a year: January to June, July to December
+    ("first half of 2023", "2023-01-01", "2023-06-30"),
+    ("the second half of last year", "2023-07-01", "2023-12-31"),
+    ("second half of the year", "2024-07-01", "2024-12-31"),  # this year's, begun or not
+    ("first half of the year before last", "2022-01-01", "2022-06-30"),
+    ("h2 2023", "2023-07-01", "2023-12-31"),
+    ("2023-h1", "2023-01-01", "2023-06-30"),
     # days
     ("2024/01/10", "2024-01-10", "2024-01-10"),
     ("2024.01.10", "2024-01-10", "2024-01-10"),
     ("jan 10, 2023", "2023-01-10", "2023-01-10"),
     ("10th of january 2023", "2023-01-10", "2023-01-10"),
     ("december 25", "2023-12-25", "2023-12-25"),
+    ("march 5 last year", "2023-03-05", "2023-03-05"),  # not the most recent March 5
+    ("march 5th, next year", "2025-03-05", "2025-03-05"),
+    ("the day before yesterday", "2024-01-13", "2024-01-13"),
+    ("day after tomorrow", "2024-01-17", "2024-01-17"),
     ("this friday", "2024-01-19", "2024-01-19"),
     ("on monday", "2024-01-15", "2024-01-15"),
     ("sunday", "2024-01-14", "2024-01-14"),
@@ -147,6 +161,8 @@ def test_expression_table(text: str, start: str, end: str) -> None:
         "last 99999999 days",
         "last 10000 years",
         "from banana to 2024-01-01",
+        *("first half", "h1", "h3 2023", "third half of 2023"),  # of which year? no half
+        "february 30 last year",
     ],
 )
 def test_unparseable_text_is_none(text: str) -> None:
@@ -396,6 +412,12 @@ def found(question: str, now: datetime = NOW) -> tuple[str, str, str] | None:
         ("what did I plan in march last year", "march last year", "2023-03-01", "2023-03-31"),
         ("what may next year bring", "next year", "2025-01-01", "2025-12-31"),
         ("we march next year", "next year", "2025-01-01", "2025-12-31"),
+        (
+            "what did I ship in the first half of last year?",
+            "first half of last year",
+            "2023-01-01",
+            "2023-06-30",
+        ),
     ],
 )
 def test_time_phrases_are_found_inside_questions(
@@ -416,6 +438,7 @@ def test_time_phrases_are_found_inside_questions(
         "the dev server runs on port 3001",  # not a year
         "how did I solve the 2048 puzzle",  # a game, not a year ahead
         "Excel error 1004 again",
+        "use an h1 heading for the title",  # a heading level, not a half
         "",
     ],
 )
