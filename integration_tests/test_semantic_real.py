@@ -274,3 +274,31 @@ def test_a_second_process_searches_a_chroma_server_index_while_it_is_built(
     finally:
         _out, err = writer.communicate(timeout=900)
     assert writer.returncode == 0, err
+
+
+def test_a_search_after_many_new_notes_ends_cleanly_and_keeps_what_it_embedded(
+    tmp_path: Path, minilm_spec: str
+) -> None:
+    """A one-shot search leaves more than 8 new notes to a background catch-up.
+
+    The process used to exit with that thread inside the model: `terminate called
+    without an active exception`, status 134, and the batch left half-written, so that
+    every later search aborted the same way and the notes were never embedded.
+    """
+    vault = _zoo(tmp_path / "vault", 20)
+    records = vault / ".vaultsearch" / "semantic" / "records.sqlite3"
+    indexed = _vaultsearch("index", "--vault", str(vault), "--embeddings", minilm_spec)
+    _out, err = indexed.communicate(timeout=600)
+    assert indexed.returncode == 0, err
+    _zoo(vault, 50)  # 30 notes more: one batch of the catch-up
+    search = _vaultsearch("search", "--vault", str(vault), "--k", "3", "striped zebra")
+    out, err = search.communicate(timeout=600)
+    assert search.returncode == 0, err
+    assert "Animal" in out
+    assert "terminate called" not in err
+    assert _finished_notes(records) == 50
+    index = VaultIndex(vault_path=vault)
+    try:
+        assert index.verify().ok
+    finally:
+        index.close()

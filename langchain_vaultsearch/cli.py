@@ -25,6 +25,7 @@ import shlex
 import sys
 import unicodedata
 from collections.abc import Sequence
+from contextlib import closing
 from typing import Any
 
 from langchain_core.documents import Document
@@ -387,15 +388,15 @@ def _search(args: argparse.Namespace) -> int:
     hybrid_options = (args.no_graph, args.no_recency, args.rerank)
     if args.mode != "hybrid" and any(hybrid_options):
         raise UsageError("--no-graph, --no-recency and --rerank apply to --mode hybrid")
-    service = _open(args, expander)
-    try:
-        documents = service.search(
-            query, mode=args.mode, k=args.k, tags=args.tag, time_range=args.time
-        )
-    except (ValueError, SemanticIndexUnavailable) as exc:
-        raise UsageError(str(exc)) from None
-    _say_what_search_left_out(service, args.vault, query, args.mode)
-    _print_results(args, query, documents, args.vault, service.lexical.last_query_expansion)
+    with closing(_open(args, expander)) as service:
+        try:
+            documents = service.search(
+                query, mode=args.mode, k=args.k, tags=args.tag, time_range=args.time
+            )
+        except (ValueError, SemanticIndexUnavailable) as exc:
+            raise UsageError(str(exc)) from None
+        _say_what_search_left_out(service, args.vault, query, args.mode)
+        _print_results(args, query, documents, args.vault, service.lexical.last_query_expansion)
     return 0
 
 
@@ -501,11 +502,11 @@ def _search_chunks(args: argparse.Namespace) -> int:
 
 def _export_chunks(args: argparse.Namespace) -> int:
     """Write the vault's chunks as a JSONL chunk store."""
-    service = _open(args)
-    try:
-        report = service.export_chunks(args.out)
-    except (ValueError, OSError) as exc:
-        raise UsageError(str(exc)) from None
+    with closing(_open(args)) as service:
+        try:
+            report = service.export_chunks(args.out)
+        except (ValueError, OSError) as exc:
+            raise UsageError(str(exc)) from None
     print(f"Wrote {report.chunks:,} chunks of {report.notes:,} notes to {report.path}")
     return 0
 
@@ -518,31 +519,32 @@ def _mcp(args: argparse.Namespace) -> int:
     if args.http is None and args.allow_host:
         raise UsageError("--allow-host applies to --http")
     # A long-running server watches the folders, so a call does not stat every note.
-    service = _open(args, watch=True)
-    if service.uses_vectors:
-        # Catch up (or make a first index) while serving: calls answer at once, merged
-        # with the vectors written so far, and `status` shows how far it is.
-        service.index_in_background()
-    try:
-        server = create_mcp_server(
-            service,
-            mode=args.mode,
-            host=args.host,
-            port=args.http or DEFAULT_MCP_PORT,
-            token=token if args.http is not None else None,
-            allowed_hosts=args.allow_host or (),
-        )
-    except (ValueError, ImportError) as exc:
-        raise UsageError(str(exc)) from None
-    if args.http is None:
-        server.run("stdio")
-    else:
-        guard = "a bearer token is required" if token else "no token: this machine only"
-        if args.allow_host or args.host not in LOOPBACK_HOSTS:
-            guard += f"; Host must be one of {', '.join(args.allow_host or [args.host])}"
-        print(f"vaultsearch: MCP on http://{args.host}:{args.http}/mcp ({guard})", file=sys.stderr)
-        server.run("streamable-http")
-    return 0
+    with closing(_open(args, watch=True)) as service:
+        if service.uses_vectors:
+            # Catch up (or make a first index) while serving: calls answer at once, merged
+            # with the vectors written so far, and `status` shows how far it is.
+            service.index_in_background()
+        try:
+            server = create_mcp_server(
+                service,
+                mode=args.mode,
+                host=args.host,
+                port=args.http or DEFAULT_MCP_PORT,
+                token=token if args.http is not None else None,
+                allowed_hosts=args.allow_host or (),
+            )
+        except (ValueError, ImportError) as exc:
+            raise UsageError(str(exc)) from None
+        if args.http is None:
+            server.run("stdio")
+        else:
+            guard = "a bearer token is required" if token else "no token: this machine only"
+            if args.allow_host or args.host not in LOOPBACK_HOSTS:
+                guard += f"; Host must be one of {', '.join(args.allow_host or [args.host])}"
+            where = f"http://{args.host}:{args.http}/mcp"
+            print(f"vaultsearch: MCP on {where} ({guard})", file=sys.stderr)
+            server.run("streamable-http")
+        return 0
 
 
 def _index(args: argparse.Namespace) -> int:
@@ -551,67 +553,68 @@ def _index(args: argparse.Namespace) -> int:
     With an embedding model (given, or the one the vault's vector index was built with),
     the vector index is refreshed too, with a progress bar on stderr.
     """
-    service = _open(args, rebuild=args.rebuild)
-    with _ProgressBar() as bar:
-        summary = service.index(on_progress=bar.update)
-    notes = f"{summary.notes:,} notes in {summary.lexical_seconds:.1f} s"
-    if summary.saved_to is None:
-        print(f"vaultsearch: indexed {notes} but could not save the index", file=sys.stderr)
-        return 1
-    print(f"Indexed {notes}; saved to {summary.saved_to}")
-    if summary.semantic_problem is not None:
-        raise UsageError(f"the vector index was not refreshed: {summary.semantic_problem}")
-    report = summary.semantic
-    index = service.semantic_index
-    if report is not None and index is not None:
-        # How many notes hold vectors, not how many this run read again: notes whose file
-        # is as their vectors knew it are not read at all, so "0 unchanged" read as if
-        # nothing were indexed.
-        searchable = len(index.vault.searchable_paths())
-        held = searchable - index.notes_unembedded
-        print(
-            f"Vector index ({index.model_id}): {len(report.added)} added,"
-            f" {len(report.updated)} updated, {len(report.removed)} removed;"
-            f" {held:,} of {searchable:,} notes have vectors; {report.texts_embedded:,} texts"
-            f" embedded in {summary.semantic_seconds:.1f} s"
-        )
-    return 0
+    with closing(_open(args, rebuild=args.rebuild)) as service:
+        with _ProgressBar() as bar:
+            summary = service.index(on_progress=bar.update)
+        notes = f"{summary.notes:,} notes in {summary.lexical_seconds:.1f} s"
+        if summary.saved_to is None:
+            print(f"vaultsearch: indexed {notes} but could not save the index", file=sys.stderr)
+            return 1
+        print(f"Indexed {notes}; saved to {summary.saved_to}")
+        if summary.semantic_problem is not None:
+            raise UsageError(f"the vector index was not refreshed: {summary.semantic_problem}")
+        report = summary.semantic
+        index = service.semantic_index
+        if report is not None and index is not None:
+            # How many notes hold vectors, not how many this run read again: notes whose file
+            # is as their vectors knew it are not read at all, so "0 unchanged" read as if
+            # nothing were indexed.
+            searchable = len(index.vault.searchable_paths())
+            held = searchable - index.notes_unembedded
+            print(
+                f"Vector index ({index.model_id}): {len(report.added)} added,"
+                f" {len(report.updated)} updated, {len(report.removed)} removed;"
+                f" {held:,} of {searchable:,} notes have vectors; {report.texts_embedded:,} texts"
+                f" embedded in {summary.semantic_seconds:.1f} s"
+            )
+        return 0
 
 
 def _status(args: argparse.Namespace) -> int:
     """Print what is indexed as JSON (the vector index's check included)."""
-    print(_json(_open(args).status()))
+    with closing(_open(args)) as service:
+        print(_json(service.status()))
     return 0
 
 
 def _context(args: argparse.Namespace) -> int:
     """Print exactly the context `ask` would give the model (`--json`: with its documents)."""
-    service = _open(args)
-    question, time_range = _question(args)
-    try:
-        result = service.local_search(question, mode=args.mode, time_range=time_range, k=args.k)
-    except (ValueError, SemanticIndexUnavailable) as exc:
-        raise UsageError(str(exc)) from None
-    _say_what_search_left_out(service, args.vault, question, args.mode)
-    built = result.build_context()
-    if not args.json:
-        print(built.text)
+    with closing(_open(args)) as service:
+        question, time_range = _question(args)
+        try:
+            result = service.local_search(question, mode=args.mode, time_range=time_range, k=args.k)
+        except (ValueError, SemanticIndexUnavailable) as exc:
+            raise UsageError(str(exc)) from None
+        _say_what_search_left_out(service, args.vault, question, args.mode)
+        built = result.build_context()
+        if not args.json:
+            print(built.text)
+            return 0
+        found = result.filter_result
+        payload = {
+            "question": question,
+            "timeRange": None if result.time_range is None else result.time_range.label,
+            "filter": {
+                "mentions": found.mentions,
+                "tags": list(found.tags),
+                "matched": found.matched,
+            },
+            "searched": result.searched,
+            "documents": [_document_json(doc, explain=False) for doc in result.documents],
+            "context": built.text,
+        }
+        print(_json(payload))
         return 0
-    found = result.filter_result
-    payload = {
-        "question": question,
-        "timeRange": None if result.time_range is None else result.time_range.label,
-        "filter": {
-            "mentions": found.mentions,
-            "tags": list(found.tags),
-            "matched": found.matched,
-        },
-        "searched": result.searched,
-        "documents": [_document_json(doc, explain=False) for doc in result.documents],
-        "context": built.text,
-    }
-    print(_json(payload))
-    return 0
 
 
 def _ask(args: argparse.Namespace) -> int:
@@ -621,32 +624,32 @@ def _ask(args: argparse.Namespace) -> int:
         needed_by="ask",
         hint="`vaultsearch context` shows what the model would read, without one",
     )
-    service = _open(args)
-    question, time_range = _question(args)
-    try:
-        chain = service.qa_chain(llm, mode=args.mode, k=args.k)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    sources: list[dict[str, Any]] = []
-    try:
-        for chunk in chain.stream({"question": question, "time_range": time_range}):
-            sources = chunk.get("sources", sources)
-            print(chunk.get("answer", ""), end="", flush=True)
-    except SemanticIndexUnavailable as exc:  # the search the answer needed, not the model
-        print(f"\nvaultsearch: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:
-        print(f"\nvaultsearch: the chat model failed: {exc}", file=sys.stderr)
-        return 1
-    print()
-    shown = [source for source in sources if source["id"] is not None]
-    if shown:
-        print("\nSources:")
-        for source in shown:
-            how = f"  ({source['matchType']})" if source["matchType"] else ""
-            print(f"[{source['id']}] {source['path'] or source['title']}{how}")
-    _say_what_search_left_out(service, args.vault, question, args.mode)
-    return 0
+    with closing(_open(args)) as service:
+        question, time_range = _question(args)
+        try:
+            chain = service.qa_chain(llm, mode=args.mode, k=args.k)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        sources: list[dict[str, Any]] = []
+        try:
+            for chunk in chain.stream({"question": question, "time_range": time_range}):
+                sources = chunk.get("sources", sources)
+                print(chunk.get("answer", ""), end="", flush=True)
+        except SemanticIndexUnavailable as exc:  # the search the answer needed, not the model
+            print(f"\nvaultsearch: {exc}", file=sys.stderr)
+            return 2
+        except Exception as exc:
+            print(f"\nvaultsearch: the chat model failed: {exc}", file=sys.stderr)
+            return 1
+        print()
+        shown = [source for source in sources if source["id"] is not None]
+        if shown:
+            print("\nSources:")
+            for source in shown:
+                how = f"  ({source['matchType']})" if source["matchType"] else ""
+                print(f"[{source['id']}] {source['path'] or source['title']}{how}")
+        _say_what_search_left_out(service, args.vault, question, args.mode)
+        return 0
 
 
 def _question(args: argparse.Namespace) -> tuple[str, str | None]:

@@ -633,7 +633,7 @@ def _quarter(text: str, today: date) -> _Period | None:
 
 
 def _half(text: str, today: date) -> _Period | None:
-    """ "first half of 2024", "h2 2023", "second half of last year": six months of a year."""
+    """Six months of a year: "first half of 2024", "h2 2023", "second half of last year"."""
     match = _HALF_OF_YEAR.fullmatch(text) or _HALF_YEAR.fullmatch(text)
     match = match or _YEAR_HALF.fullmatch(text)
     if match is None:

@@ -23,6 +23,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -343,3 +344,58 @@ def test_a_writer_killed_mid_write_frees_the_index_and_the_next_refresh_repairs_
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+class EnteredEmbedding(Embeddings):
+    """The `fake:32` model; once held, a batch says it began and waits to be released."""
+
+    def __init__(self) -> None:
+        self.inner = DeterministicFakeEmbedding(size=32)
+        self.held = False
+        self.entered = threading.Event()
+        self.released = threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.held:
+            self.entered.set()
+            assert self.released.wait(TIMEOUT_S)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+def test_closing_ends_a_background_catch_up_after_its_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that ends (a one-shot command) neither waits for the whole catch-up nor
+    leaves it inside a batch: it ends after the batch it is in, and the next refresh
+    writes the rest."""
+    vault = write_vault(tmp_path / "vault", notes(0, 10))
+    build(vault)
+    write_vault(vault, notes(10, 40))
+    model = EnteredEmbedding()
+    model.held = True
+    index = VaultIndex(
+        vault_path=vault, embeddings=model, embedding_id=SPEC, batch_size=4, inline_refresh_notes=0
+    )
+    report = index.ensure_fresh()
+    assert report is not None
+    assert report.background
+    assert model.entered.wait(TIMEOUT_S)  # the catch-up is inside its first batch
+    waited = index.wait
+
+    def released_once_asked_to_stop(timeout: float | None = None) -> bool:
+        model.released.set()  # `close` has asked the catch-up to stop: its batch goes on
+        return waited(timeout)
+
+    monkeypatch.setattr(index, "wait", released_once_asked_to_stop)
+    index.close()
+    reopened = VaultIndex(vault_path=vault)
+    try:
+        assert not reopened.verify().pending  # no note left half-written
+        assert reopened.notes_unembedded == 30 - 4  # its batch of four notes, no more
+        assert len(reopened.refresh().added) == 26
+        assert reopened.verify().ok
+    finally:
+        reopened.close()

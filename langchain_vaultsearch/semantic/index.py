@@ -266,6 +266,7 @@ class VaultIndex:
         """This process's shared hold on embedded Chroma while its client is open."""
         self._write_lock = threading.Lock()
         self._background: threading.Thread | None = None
+        self._stop_background = threading.Event()
         owned = False  # whether this open holds the writer: only then may it remove files
         writing = contextlib.ExitStack()
         try:
@@ -442,7 +443,8 @@ class VaultIndex:
             on_progress: called after each batch with where the refresh is.
 
         Returns:
-            What was added, updated, removed and embedded.
+            What was added, updated, removed and embedded; `stopped` when `close`, from
+            another thread, ended it after a batch.
 
         Raises:
             IndexLockedError: another process is writing this index, or has embedded Chroma
@@ -451,7 +453,7 @@ class VaultIndex:
         if self._background is not None:
             self._background.join()
         with self._writer():
-            return self.writer.write(self.writer.pull(), on_progress)
+            return self.writer.write(self.writer.pull(), on_progress, self._stop_background)
 
     async def arefresh(
         self, on_progress: Callable[[IndexProgress], None] | None = None
@@ -506,7 +508,7 @@ class VaultIndex:
         def run() -> None:
             with writer:
                 try:
-                    self.writer.write(pending, None)
+                    self.writer.write(pending, None, self._stop_background)
                 except Exception as exc:  # one line, as every semantic failure; resumed later
                     logger.warning(
                         "Background embedding of %s failed (%s); the next refresh resumes it",
@@ -645,11 +647,18 @@ class VaultIndex:
         return VaultSemanticRetriever(index=self, **kwargs)
 
     def close(self) -> None:
-        """Wait for a background refresh, close the records file and embedded Chroma.
+        """Stop writes after their batch, then close the records and embedded Chroma.
 
-        Other processes may write embedded Chroma only once its client here is closed.
+        Other processes may write embedded Chroma only once its client here is closed. The
+        catch-up is not waited for to its end (a one-shot command would outlive its results
+        by minutes after many edits), nor left running: an embedding thread killed at
+        interpreter exit aborts the process and leaves its batch half-written. What it did
+        not reach, the next refresh writes.
         """
+        self._stop_background.set()
         self.wait()
+        with self._write_lock:  # a refresh in another thread (a server's) ends after its batch
+            pass
         self.records.close()
         if self._chroma_client is not None:
             self._chroma_client.close()

@@ -45,6 +45,8 @@ class RefreshReport:
         texts_embedded: texts sent to the model (windows; cache hits not counted).
         repaired: notes whose interrupted write was cleaned up first.
         background: True when the work was handed to a background thread.
+        stopped: True when a stop request ended the write before every note was written
+            (the next refresh writes the rest).
     """
 
     added: list[str] = field(default_factory=list)
@@ -55,6 +57,7 @@ class RefreshReport:
     texts_embedded: int = 0
     repaired: list[str] = field(default_factory=list)
     background: bool = False
+    stopped: bool = False
 
 
 @dataclass(frozen=True)

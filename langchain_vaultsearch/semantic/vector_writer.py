@@ -8,6 +8,7 @@ one. Every method but `verify` expects the caller to hold the index's writer loc
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -166,9 +167,20 @@ class VectorWriter:
         return redo
 
     def write(
-        self, pending: Pending, on_progress: Callable[[IndexProgress], None] | None
+        self,
+        pending: Pending,
+        on_progress: Callable[[IndexProgress], None] | None,
+        stop: threading.Event | None = None,
     ) -> RefreshReport:
-        """Apply pulled changes to the store and the records (writer held)."""
+        """Apply pulled changes to the store and the records (writer held).
+
+        Args:
+            pending: what `pull` found.
+            on_progress: called after each batch with where the write is.
+            stop: once set, the write ends before its next batch (`RefreshReport.stopped`).
+                A process that is ending sets it: a batch cut off mid-write leaves notes
+                half-written, and the embedding thread killed at exit aborts the process.
+        """
         report = RefreshReport()
         started = time.monotonic()
         since_ms = (wall_clock() - SETTLE_S) * 1000.0  # before any file is read
@@ -176,28 +188,7 @@ class VectorWriter:
         total = len(pending.updated)
         try:
             self._remove(pending.removed, report)
-            # First what will be written, so that progress counts texts of a known total
-            # from the start; the chunks are read again when written (not held: a first
-            # index of a large vault would hold all its text).
-            todo: list[NoteInfo] = []
-            texts_total = 0
-            # Notes read again and found as their vectors knew them, stamped as they go: a
-            # one-shot command may end before this pass does, and the next keeps its work.
-            confirmed: dict[str, tuple[str, str]] = {}
-            for info in pending.updated:
-                changed = self._changed_windows(info)
-                if changed is None:
-                    report.unchanged += 1
-                    record = self.records.note(info.path)
-                    if record is not None and record.text_hash and self._settled(info, since_ms):
-                        confirmed[info.path] = (self.stamp(info.content_stamp), record.text_hash)
-                    if len(confirmed) >= _STAMPS_PER_WRITE:
-                        self.records.set_stamps(confirmed)
-                        confirmed.clear()
-                elif changed:
-                    todo.append(info)
-                    texts_total += changed
-            self.records.set_stamps(confirmed)
+            todo, texts_total = self._to_write(pending, report, since_ms, stop)
             texts_done = 0
 
             def progress(notes_done: int) -> None:
@@ -217,6 +208,8 @@ class VectorWriter:
             batch: list[tuple[NoteInfo, str, list[Chunk]]] = []
             windows = 0
             for done, info in enumerate(todo, 1):
+                if stop is not None and stop.is_set() and not batch:
+                    break
                 read = read_chunks(self.vault, info)
                 if read is not None:
                     chunks = read[1]
@@ -234,8 +227,47 @@ class VectorWriter:
             raise
         finally:
             self.progress = None
+        if stop is not None and stop.is_set():
+            report.stopped = True
+            self.restart()  # as after a failure: the next pull lists what was left
         report.texts_embedded = self.cached_embeddings.texts_embedded - embedded_before
         return report
+
+    def _to_write(
+        self,
+        pending: Pending,
+        report: RefreshReport,
+        since_ms: float,
+        stop: threading.Event | None,
+    ) -> tuple[list[NoteInfo], int]:
+        """The notes whose vectors need writing, and how many texts that is.
+
+        Known first, so that progress counts texts of a known total from the start; the
+        chunks are read again when written (not held: a first index of a large vault would
+        hold all its text). Notes read again and found as their vectors knew them are
+        stamped as they go: a one-shot command may end before this pass does, and the next
+        keeps its work.
+        """
+        todo: list[NoteInfo] = []
+        texts_total = 0
+        confirmed: dict[str, tuple[str, str]] = {}
+        for info in pending.updated:
+            if stop is not None and stop.is_set():
+                break
+            changed = self._changed_windows(info)
+            if changed is None:
+                report.unchanged += 1
+                record = self.records.note(info.path)
+                if record is not None and record.text_hash and self._settled(info, since_ms):
+                    confirmed[info.path] = (self.stamp(info.content_stamp), record.text_hash)
+                if len(confirmed) >= _STAMPS_PER_WRITE:
+                    self.records.set_stamps(confirmed)
+                    confirmed.clear()
+            elif changed:
+                todo.append(info)
+                texts_total += changed
+        self.records.set_stamps(confirmed)
+        return todo, texts_total
 
     def _changed_windows(self, info: NoteInfo) -> int | None:
         """The texts a note's vectors need, or None when its finished record is current.
