@@ -509,6 +509,17 @@ def _parse_endpoint(text: str, today: date) -> _Period | None:
 
 
 def _join(left: _Period, right: _Period) -> _Period:
+    """One range from its two ends; an end named without a year is in the other's year.
+
+    "between march and may 2023" starts in March 2023 (not the most recent March, years
+    after its end), "from march 2023 to may" ends in May 2023.
+    """
+    if left.in_year is not None and right.in_year is None:
+        left = left.in_year(right.last.year)
+        if left.first > right.last:  # "from november to february 2024": November 2023
+            left = left.in_year(right.last.year - 1)
+    elif right.in_year is not None and left.in_year is None:
+        right = right.in_year(left.first.year)
     if right.last < left.first and right.in_year is not None:
         # "from december to february": the end follows the start into the next year.
         right = right.in_year(right.last.year + 1)

@@ -144,6 +144,27 @@ def test_expression_table(text: str, start: str, end: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("between march and may 2023", "2023-03-01", "2023-05-31"),
+        ("from january to march 2024", "2024-01-01", "2024-03-31"),
+        ("march to may 2023", "2023-03-01", "2023-05-31"),
+        ("from march 2023 to may", "2023-03-01", "2023-05-31"),
+        ("from november to february 2024", "2023-11-01", "2024-02-29"),
+        ("from november 2023 to february", "2023-11-01", "2024-02-29"),
+        ("from march 3 to march 10 2023", "2023-03-03", "2023-03-10"),
+        ("from q4 to q1 2024", "2023-10-01", "2024-03-31"),
+        ("from december to today", "2025-12-01", "2026-11-27"),  # yearless: most recent
+    ],
+)
+def test_a_range_end_without_a_year_is_in_the_other_ends_year(
+    text: str, start: str, end: str
+) -> None:
+    """Not the most recent March, years after the range's end ("march" of today)."""
+    assert span(text, datetime(2026, 11, 27, 12, 0)) == (start, end)
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "invalid time",
