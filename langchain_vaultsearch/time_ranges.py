@@ -514,10 +514,11 @@ def _join(left: _Period, right: _Period) -> _Period:
     "between march and may 2023" starts in March 2023 (not the most recent March, years
     after its end), "from march 2023 to may" ends in May 2023.
     """
-    if left.in_year is not None and right.in_year is None:
-        left = left.in_year(right.last.year)
+    start_in = left.in_year
+    if start_in is not None and right.in_year is None:
+        left = start_in(right.last.year)
         if left.first > right.last:  # "from november to february 2024": November 2023
-            left = left.in_year(right.last.year - 1)
+            left = start_in(right.last.year - 1)
     elif right.in_year is not None and left.in_year is None:
         right = right.in_year(left.first.year)
     if right.last < left.first and right.in_year is not None:
