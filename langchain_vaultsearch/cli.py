@@ -433,6 +433,10 @@ def _say_what_search_left_out(
         )
 
 
+_SHOWN_QUERY_CHARS = 100
+"""A query this long is echoed in full; a pasted page is cut to its start."""
+
+
 def _print_results(
     args: argparse.Namespace,
     query: str,
@@ -454,7 +458,8 @@ def _print_results(
     if expansion is not None:
         print(_expansion_summary(expansion) + "\n")
     if not documents:
-        print(f"No results for {query!r} in {where}")
+        shown = query if len(query) <= _SHOWN_QUERY_CHARS else query[:_SHOWN_QUERY_CHARS] + "…"
+        print(f"No results for {shown!r} in {where}")
         return
     print(_table(documents))
     if args.explain:

@@ -159,7 +159,8 @@ def create_mcp_server(
                 names come first, then the best chunks of the others.
             time_range: answer only from the notes of this period ("last week",
                 "2024-03"); leave it out unless the question asks about a period.
-            top_n: documents at most (1 to 100).
+            top_n: documents the search adds at most (1 to 100); the notes the question
+                names come first and are not cut by it (a tag's or period's: 100 at most).
             mode: auto, lexical, semantic, merged or hybrid (default: the server's).
         """
         chosen = _mode(mode, server_mode)

@@ -406,8 +406,8 @@ class VaultSearch:
 
         Raises:
             ValueError: a blank query (it matches nothing, whatever the vault holds: the
-                notes of a tag or period are `local_search`'s), a bad mode, `k` or time
-                expression.
+                notes of a tag or period are `local_search`'s), a bad mode, `k`, tag
+                (a blank one would filter nothing out) or time expression.
         """
         if not query.strip():
             msg = "the query is empty: give words, [[note]] names or #tags"
@@ -419,6 +419,10 @@ class VaultSearch:
             return retriever.invoke(query, k=k)
         # A tag as the query's tags are read: an input method's full-width # (U+FF03) is `#`.
         typed = [f"#{clamp_query(tag).lstrip('#')}" for tag in tags or ()]
+        for given, tag in zip(tags or (), typed, strict=True):
+            if not tag_filters("", [tag]):  # "" or "#": it would filter nothing out
+                msg = f"not a tag: {given!r} (a tag is a word such as project or #project/alpha)"
+                raise ValueError(msg)
         wanted = frozenset(tag_filters("", typed))
         window = resolve_time_range(time_range)
         kept = [

@@ -57,7 +57,12 @@ def test_explain_shows_terms_and_fields(
 
 def test_no_results_message(vault_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["search", "--vault", str(vault_dir), "qwertyuiop"]) == 0
-    assert "No results" in capsys.readouterr().out
+    assert "No results for 'qwertyuiop' in" in capsys.readouterr().out
+    pasted = " ".join(f"qwertyuiop{n}" for n in range(1000))
+    assert main(["search", "--vault", str(vault_dir), "--mode", "lexical", pasted]) == 0
+    said = capsys.readouterr().out
+    assert "No results for 'qwertyuiop0 qwertyuiop1" in said
+    assert len(said) < 300  # not the whole page it was given
 
 
 @pytest.mark.parametrize(

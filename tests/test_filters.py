@@ -527,3 +527,17 @@ def test_rules_with_a_shared_vault_are_an_error_not_ignored(vault_dir: Path) -> 
         FilterRetriever(vault=vault, inclusions=["Projects/"])
     with pytest.raises(ValueError, match="apply to a vault opened from vault_path"):
         TieredLexicalRetriever(vault=vault, exclusions=["Piano/"])
+
+
+def test_another_folder_with_a_shared_vault_is_an_error_not_ignored(
+    vault_dir: Path, tmp_path: Path
+) -> None:
+    vault = Vault(vault_dir)
+    other = tmp_path / "other"
+    other.mkdir()
+    with pytest.raises(ValueError, match="is not the shared vault's folder"):
+        TieredLexicalRetriever(vault_path=str(other), vault=vault)
+    with pytest.raises(ValueError, match="is not the shared vault's folder"):
+        FilterRetriever(vault_path=str(other), vault=vault)
+    same = TieredLexicalRetriever(vault_path=str(vault_dir), vault=vault)  # the same folder
+    assert same.vault is vault

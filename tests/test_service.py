@@ -28,6 +28,11 @@ def test_lexical_only_service_refuses_semantic_modes_with_the_fix(vault_dir: Pat
     assert service.status()["semantic"] is None
     with pytest.raises(ValueError, match="the query is empty"):
         service.search(" ", tags=["project"])  # matched nothing, as if the vault were empty
+    everything = service.search("the", k=100)
+    for blank in ("", "#", " "):  # it used to filter nothing out, silently
+        with pytest.raises(ValueError, match="not a tag"):
+            service.search("the", k=100, tags=["project", blank])
+    assert len(service.search("the", k=100, tags=["project"])) < len(everything)
 
 
 def test_index_then_every_mode_and_status(vault_dir: Path) -> None:

@@ -319,7 +319,8 @@ def open_vault(
     place that says so and opens the folder.
 
     Args:
-        vault: a `Vault` shared with other retrievers (wins over `vault_path`).
+        vault: a `Vault` shared with other retrievers (`vault_path`, if given too, must
+            name its folder).
         vault_path: the vault folder.
         owner: who asks, for the error message (e.g. "FilterRetriever").
         needs: what the owner takes instead, for the error message.
@@ -327,15 +328,21 @@ def open_vault(
         exclusions: rules that leave notes out, for a vault opened here.
 
     Raises:
-        ValueError: neither is given, the folder does not exist, or rules come with a
-            shared vault (whose own rules apply: silently ignoring them would search
-            notes the caller meant to leave out).
+        ValueError: neither is given, the folder does not exist, rules or another
+            folder come with a shared vault (whose own folder and rules apply: silently
+            ignoring them would search notes the caller did not mean).
     """
     if vault is not None:
         if inclusions or exclusions:
             msg = (
                 f"{owner}: inclusions and exclusions apply to a vault opened from vault_path;"
                 " a shared vault has its own (Vault(path, inclusions=..., exclusions=...))"
+            )
+            raise ValueError(msg)
+        if vault_path and Path(vault_path).expanduser().resolve() != vault.root.resolve():
+            msg = (
+                f"{owner}: vault_path {str(vault_path)!r} is not the shared vault's folder"
+                f" ({vault.root}); give one of the two"
             )
             raise ValueError(msg)
         return vault
