@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -399,3 +400,23 @@ def test_closing_ends_a_background_catch_up_after_its_batch(
         assert reopened.verify().ok
     finally:
         reopened.close()
+
+
+def test_a_vault_moved_or_copied_keeps_its_vectors(tmp_path: Path) -> None:
+    """Its embedded store travels with it: the collection is found by the name it was
+    written with, not the new path's (a renamed vault folder re-embedded every note)."""
+    vault = write_vault(tmp_path / "vault", notes(0, 30))
+    build(vault)
+    copy = tmp_path / "copy of the vault"
+    shutil.copytree(vault, copy)
+    moved = vault.rename(tmp_path / "Notes")
+    for folder in (copy, moved):
+        index = VaultIndex(vault_path=folder)
+        try:
+            assert index.verify().ok  # no vector missing
+            assert index.notes_unembedded == 0
+            report = index.refresh()
+            assert (report.added, report.updated, report.texts_embedded) == ([], [], 0)
+            assert index.as_retriever(k=3).invoke(QUERY)
+        finally:
+            index.close()

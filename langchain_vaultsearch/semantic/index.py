@@ -108,6 +108,8 @@ READERS_WAIT_S = 10.0
 """How long a refresh waits for other processes (a search) to close embedded Chroma."""
 _CHUNK_CACHE_BYTES = 16 * 1024 * 1024
 _READS_CJK = "reads_cjk"
+_COLLECTION = "collection"
+"""The meta key naming the collection of a vault's own embedded store."""
 """The records' setting that says whether the model reads CJK (`yes` or `no`)."""
 
 
@@ -252,6 +254,7 @@ class VaultIndex:
         self._concepts: ConceptVocabulary | None = None
         self._concepts_lock = threading.Lock()
         chroma_folder = None if vectorstore is not None or remote else home / "chroma"
+        self._own_store = chroma_folder is not None and collection_name is None
         records, stored = existing_records(
             path, rebuild=rebuild, model_given=embeddings is not None
         )
@@ -319,6 +322,10 @@ class VaultIndex:
                     delete_records(path)
                 records = open_records(path)
             self.records = records
+            if self._own_store:
+                # The store travels with the vault: a vault moved or copied keeps finding
+                # its vectors under the name they were written with, not its new path's.
+                self.collection_name = records.get_meta(_COLLECTION) or self.collection_name
             self.cached_embeddings = CachedEmbeddings(
                 model,
                 self.records,
@@ -355,6 +362,7 @@ class VaultIndex:
             elif stored is None:  # new records, or records of a run that never finished
                 self.records.clear()
                 self._record_model()
+            self._record_collection()  # records made before the name was recorded
             if dimension is not None:
                 self.cached_embeddings.record_dimension(dimension)
             self.multilingual = self._reads_cjk(multilingual)
@@ -383,6 +391,16 @@ class VaultIndex:
         self.records.set_meta("model", self.model_id)
         if self._spec is not None:
             self.records.set_meta("embedding_spec", self._spec)
+        self._record_collection()
+
+    def _record_collection(self) -> None:
+        """Record the collection of the vault's own embedded store, which a move keeps."""
+        if (
+            self._own_store
+            and not self.records.read_only
+            and self.records.get_meta(_COLLECTION) is None
+        ):
+            self.records.set_meta(_COLLECTION, self.collection_name)
 
     def _reads_cjk(self, given: bool | None) -> bool:
         """Whether the model reads CJK: as given (and recorded), as recorded, or guessed.
