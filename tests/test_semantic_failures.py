@@ -663,3 +663,25 @@ def test_a_background_embedding_that_fails_is_one_line_and_the_next_refresh_resu
     model.error = None
     index.refresh()
     assert index.verify().ok
+
+
+def test_an_index_folder_deleted_under_a_running_process_is_said_so(
+    vault_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Open handles keep an unlinked SQLite file readable: nothing noticed, status said
+    the index was healthy, and the first write failed on a read-only database."""
+    from langchain_vaultsearch.service import VaultSearch
+
+    service = VaultSearch(vault_dir, embeddings="fake:32", watch=False)
+    service.index()
+    shutil.rmtree(vault_dir / ".vaultsearch")
+    (vault_dir / "New note.md").write_text("# New note\n\nOAuth again.\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        found = service.search("oauth", mode="merged")
+    assert found  # lexical search goes on
+    assert "was deleted while this process had it open" in caplog.text
+    assert "attempt to write a readonly database" not in caplog.text
+    assert "was deleted while this process" in service.status()["semantic"]["error"]
+    with pytest.raises(SemanticIndexUnavailable, match="restart it"):
+        service.search("oauth", mode="semantic")
+    service.close()

@@ -255,6 +255,8 @@ class VaultIndex:
         self._concepts_lock = threading.Lock()
         chroma_folder = None if vectorstore is not None or remote else home / "chroma"
         self._own_store = chroma_folder is not None and collection_name is None
+        self._files = [path] if chroma_folder is None else [path, chroma_folder]
+        """What a user deleting the index folder under a running process removes."""
         records, stored = existing_records(
             path, rebuild=rebuild, model_given=embeddings is not None
         )
@@ -468,6 +470,7 @@ class VaultIndex:
             IndexLockedError: another process is writing this index, or has embedded Chroma
                 open for longer than `READERS_WAIT_S` (a server, say).
         """
+        self._raise_if_deleted()
         if self._background is not None:
             self._background.join()
         with self._writer():
@@ -505,6 +508,7 @@ class VaultIndex:
             What was done, or None when a writer was busy, the store was open elsewhere,
             or the index is read-only.
         """
+        self._raise_if_deleted()
         if self.records.read_only:
             self.vault.refresh()  # results are built from the vault's notes: see them
             return None
@@ -595,8 +599,27 @@ class VaultIndex:
         finally:
             self._write_lock.release()
 
+    def _raise_if_deleted(self) -> None:
+        """A clear error when the index's files were deleted under this running process.
+
+        Open handles keep an unlinked SQLite file readable, so nothing else notices: status
+        went on reporting a healthy index, and the first write failed on "attempt to write
+        a readonly database", until the process was restarted.
+
+        Raises:
+            SemanticIndexUnavailable: the records file or the embedded store's folder is gone.
+        """
+        gone = next((path for path in self._files if not path.exists()), None)
+        if gone is not None:
+            msg = (
+                f"the vector index's {gone} was deleted while this process had it open:"
+                " restart it (`vaultsearch index` builds the index again)"
+            )
+            raise SemanticIndexUnavailable(msg)
+
     def verify(self) -> VerifyReport:
         """Compare vault, records and store: what is missing, orphaned or not indexed."""
+        self._raise_if_deleted()
         return self.writer.verify()
 
     # ------------------------------------------------------------------ reading
@@ -620,11 +643,13 @@ class VaultIndex:
             query: the query text.
             k: chunks wanted (more windows are fetched, as a chunk may have several).
         """
+        self._raise_if_deleted()
         hits = similarity(self.store, query, fetch_k(k))
         return best_per_chunk(hits, k)
 
     async def asearch(self, query: str, k: int) -> list[tuple[str, float]]:
         """Async twin of `search`."""
+        self._raise_if_deleted()
         hits = await asimilarity(self.store, query, fetch_k(k))
         return best_per_chunk(hits, k)
 
