@@ -120,6 +120,27 @@ def test_cjk_terms(query: str, expected: list[str]) -> None:
         pytest.param("mix of #tag and #TAG", ["mix", "#tag"], id="tags-deduplicated"),
         pytest.param("find #", [], id="bare-hash"),
         pytest.param("   ", [], id="blank"),
+        pytest.param(
+            "¿Qué es la normalización de bases de datos?",
+            ["normalización", "bases", "datos"],
+            id="spanish-question-words",
+        ),
+        pytest.param(
+            "Come si valuta un modello di classificazione?",
+            ["valuta", "modello", "di", "classificazione"],
+            id="italian-question-words",
+        ),
+        pytest.param(
+            "Pourquoi la sauvegarde échoue-t-elle?",
+            ["sauvegarde", "échoue-t-elle", "échoue"],
+            id="french",
+        ),
+        # Function words of one language that are words of English notes stay terms.
+        pytest.param(
+            "DI container CI vi AI OS em DoS NAS comment man",
+            ["di", "container", "ci", "vi", "ai", "os", "em", "dos", "nas", "comment", "man"],
+            id="english-words-kept",
+        ),
     ],
 )
 def test_salient_terms(query: str, expected: list[str]) -> None:

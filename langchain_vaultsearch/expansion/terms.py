@@ -45,8 +45,23 @@ STOP_WORDS = frozenset(
     encontrar mostrar le les des du et ou une est dans pour avec sans mon ma mes ton ta
     tes son sa ses chercher trouver montrer der die das den dem des ein eine einer und
     oder ist im mit ohne mein meine dein deine suchen finden zeigen
+    qué cómo cuál cuáles cuándo dónde quién quiénes cuánto cuántos como cual cuando donde
+    quien es son está están ser hay se lo al nos este esta estos estas ese esa eso entre
+    muy más pero uno
+    il lo gli uno della dello delle degli dei nel nella nei nelle sul sulla dal dalla alla
+    alle agli da per tra fra che chi cosa come dove quando perché perche quale quali
+    qual è non si sono sia hanno ho anche più questo questa questi quello quella
+    um das na é são ao aos não quais onde porque meu minha
+    quel quelle quels quelles où quand pourquoi sont au aux sur par qui quoi ce
+    cette ces elle elles ils nous vous
+    wie wer wo wann warum welche welcher welches sind auf für von zu zum zur nicht auch
+    ich wir sie bei nach über aus wird werden kann
     """.split()
 )
+"""Not the function words that are also words of notes in English: Italian `di`, `ci`,
+`vi` and `ai`, Portuguese `os`, `em`, `dos` and `nas`, French `comment`, German `man`
+(dependency injection, continuous integration, the editor, AI, operating systems, the CSS
+unit, denial of service, network storage, code comments, manual pages)."""
 
 # CJK words that carry no topic: pronouns, particles and the search verbs.
 CJK_STOP_WORDS = frozenset(
