@@ -108,9 +108,9 @@ READERS_WAIT_S = 10.0
 """How long a refresh waits for other processes (a search) to close embedded Chroma."""
 _CHUNK_CACHE_BYTES = 16 * 1024 * 1024
 _READS_CJK = "reads_cjk"
-_COLLECTION = "collection"
-"""The meta key naming the collection of a vault's own embedded store."""
 """The records' setting that says whether the model reads CJK (`yes` or `no`)."""
+_COLLECTION = "collection"
+"""The records' setting naming the collection of a vault's own embedded store."""
 
 
 class EmbeddingModelMismatchError(ValueError):
@@ -271,7 +271,8 @@ class VaultIndex:
         """This process's shared hold on embedded Chroma while its client is open."""
         self._write_lock = threading.Lock()
         self._background: threading.Thread | None = None
-        self._stop_background = threading.Event()
+        self._closing = threading.Event()
+        """Set by `close`: writes in this process end after the batch they are in."""
         owned = False  # whether this open holds the writer: only then may it remove files
         writing = contextlib.ExitStack()
         try:
@@ -474,7 +475,7 @@ class VaultIndex:
         if self._background is not None:
             self._background.join()
         with self._writer():
-            return self.writer.write(self.writer.pull(), on_progress, self._stop_background)
+            return self.writer.write(self.writer.pull(), on_progress, self._closing)
 
     async def arefresh(
         self, on_progress: Callable[[IndexProgress], None] | None = None
@@ -530,7 +531,7 @@ class VaultIndex:
         def run() -> None:
             with writer:
                 try:
-                    self.writer.write(pending, None, self._stop_background)
+                    self.writer.write(pending, None, self._closing)
                 except Exception as exc:  # one line, as every semantic failure; resumed later
                     logger.warning(
                         "Background embedding of %s failed (%s); the next refresh resumes it",
@@ -698,7 +699,7 @@ class VaultIndex:
         interpreter exit aborts the process and leaves its batch half-written. What it did
         not reach, the next refresh writes.
         """
-        self._stop_background.set()
+        self._closing.set()
         self.wait()
         with self._write_lock:  # a refresh in another thread (a server's) ends after its batch
             pass
