@@ -641,9 +641,17 @@ class VaultSearch:
 
         A note the inclusion and exclusion rules leave out is not there: what search
         cannot show, reading cannot either.
+
+        Raises:
+            ValueError: the note is over the vault's note size limit (neither searched nor
+                read), which "no such note" would hide.
         """
         self.vault.refresh()
         info = self.vault.get(path)
+        if info is None and self.vault.reader.skipped_for_size(path):
+            limit = self.vault.reader.max_note_bytes / (1024 * 1024)
+            msg = f"{path!r} is over the {limit:g} MB note limit: it is neither searched nor read"
+            raise ValueError(msg)
         text = None if info is None or not info.searchable else self.vault.reader.read_text(path)
         if info is None or text is None:
             return None

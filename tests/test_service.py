@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -164,3 +166,19 @@ def test_a_tag_given_full_width_is_the_tag(vault_dir: Path) -> None:
     ascii_tag = service.search("deploy", mode="lexical", tags=["#ops"])
     assert ascii_tag
     assert service.search("deploy", mode="lexical", tags=["\uff03ops"]) == ascii_tag
+
+
+def test_reading_a_note_over_the_size_limit_says_so(vault_dir: Path) -> None:
+    """It was "no such note": a client that listed the path went looking elsewhere."""
+    huge = vault_dir / "Huge.md"
+    huge.write_text("# Huge\n\n" + "word " * (2 * 1024 * 1024 + 1), encoding="utf-8")
+    service = VaultSearch(vault_dir, watch=False)
+    with pytest.raises(ValueError, match="over the 10 MB note limit"):
+        service.note("Huge.md")
+    assert service.note("missing.md") is None
+    huge.write_text("# Huge\n\nNow small.\n", encoding="utf-8")
+    os.utime(huge, ns=(time.time_ns(), time.time_ns() + 10**9))  # seen as changed
+    note = service.note("Huge.md")
+    assert note is not None
+    assert "Now small." in note.page_content
+    service.close()

@@ -150,6 +150,14 @@ class NoteReader:
             return False
         return text_digest(text) == known
 
+    def skipped_for_size(self, rel: str) -> bool:
+        """Whether the vault walk left this note out for being over `max_note_bytes`.
+
+        Asked for by path (a client read a path it listed itself), it is not missing: it
+        is too large to read, and saying "no such note" sends the user looking elsewhere.
+        """
+        return any(path == rel for path, _mtime in self._oversized)
+
     def load(self, rel: str, abs_path: str, stat: os.stat_result) -> tuple[NoteInfo, str] | None:
         """A walked note's record and text, None when it is oversized or unreadable (logged)."""
         if stat.st_size > self.max_note_bytes:
