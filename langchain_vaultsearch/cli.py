@@ -364,6 +364,9 @@ def _open(
             multilingual=args.multilingual,
             query_expander=expander,
             watch=watch,
+            # A one-shot command embeds a few changed notes before its query: a thread
+            # embedding the rest would be cut short at exit, inside the model.
+            catch_up_in_background=watch,
             rebuild=rebuild,
             graph=not getattr(args, "no_graph", False),
             recency=not getattr(args, "no_recency", False),

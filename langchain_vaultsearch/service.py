@@ -151,6 +151,7 @@ class VaultSearch:
         multilingual: bool | None = None,
         query_expander: QueryExpanderLike | None = None,
         watch: bool = True,
+        catch_up_in_background: bool = True,
         rebuild: bool = False,
         graph: bool = True,
         recency: bool = True,
@@ -170,6 +171,9 @@ class VaultSearch:
                 index's recorded choice, else guesses from the model's name.
             query_expander: an LLM query expander for lexical search.
             watch: watch the folders for changes (a one-shot command passes False).
+            catch_up_in_background: embed many changed notes in a thread while queries
+                answer (`VaultIndex`); a one-shot command passes False, as its exit would
+                cut the thread short, and embeds a few before each query instead.
             rebuild: drop the vector index first (after changing the model).
             graph: `hybrid`: graph neighbours join the results.
             recency: `hybrid`: recency tiers.
@@ -189,6 +193,7 @@ class VaultSearch:
             "chroma_port": chroma_port,
             "persist_directory": persist_directory,
             "multilingual": multilingual,
+            "catch_up_in_background": catch_up_in_background,
             "rebuild": rebuild,
         }
         home = (
@@ -205,6 +210,7 @@ class VaultSearch:
         self._opening_ends = -math.inf
         self._retrievers: dict[SearchMode, BaseRetriever] = {"lexical": self.lexical}
         self._lock = threading.RLock()
+        self._closed = False
         self.last_index: IndexSummary | None = None
         """What the last `index_in_background` run ended with (None before one ends)."""
 
@@ -232,7 +238,8 @@ class VaultSearch:
         """
         with self._lock:
             retry = time.monotonic() - self._failed_at >= SEMANTIC_RETRY_S
-            if self._semantic_wanted and self._semantic is None and self._opening is None and retry:
+            opens = self._semantic is None and self._opening is None and not self._closed
+            if self._semantic_wanted and opens and retry:
                 opened = partial(VaultIndex, vault=self.vault, **self._semantic_options)
                 self._opening = in_daemon_thread(opened, name="vaultsearch-open")
                 self._opening_ends = time.monotonic() + SEMANTIC_TIMEOUT_S
@@ -658,7 +665,14 @@ class VaultSearch:
         return note_document(info, text, score=1.0, source="note", engine="vault")
 
     def close(self) -> None:
-        """Stop watching the vault and close the vector index's records."""
+        """Stop watching the vault and close the vector index's records.
+
+        Writes to the vector index end after their batch (`VaultIndex.close`), and none
+        opens it again: a server's background index that reaches the vectors after this
+        would write them all and hold the store from other processes.
+        """
+        with self._lock:
+            self._closed = True
         opening = self._opening
         if opening is not None:  # an open still running closes what it opens when it ends
             opening.add_done_callback(_close_opened)

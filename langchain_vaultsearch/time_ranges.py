@@ -321,7 +321,8 @@ def parse_time_expression(text: str, now: datetime | None = None) -> TimeRange |
     these ("from X to Y", "between X and Y", "X .. Y", "X - Y", "since X", "X to now").
 
     A month, quarter, week or day named without a year is the most recent one that has
-    begun by today.
+    begun by today; in a range whose other end is a day, month or quarter, it takes that
+    end's year ("between march and may 2023", "from march 2023 to may").
 
     Args:
         text: the expression, e.g. "last 7 days" or "Q1 2024".
@@ -509,17 +510,19 @@ def _parse_endpoint(text: str, today: date) -> _Period | None:
 
 
 def _join(left: _Period, right: _Period) -> _Period:
-    """One range from its two ends; an end named without a year is in the other's year.
+    """One range from its two ends; an end named without a year may take the other's.
 
     "between march and may 2023" starts in March 2023 (not the most recent March, years
-    after its end), "from march 2023 to may" ends in May 2023.
+    after its end), "from march 2023 to may" ends in May 2023: when the other end is a
+    day, a month or a quarter. Beside a whole year ("from 2023 to may") a month is still
+    the most recent one: the range runs up to it.
     """
     start_in = left.in_year
-    if start_in is not None and right.in_year is None:
+    if start_in is not None and right.in_year is None and _within_a_quarter(right):
         left = start_in(right.last.year)
         if left.first > right.last:  # "from november to february 2024": November 2023
             left = start_in(right.last.year - 1)
-    elif right.in_year is not None and left.in_year is None:
+    elif right.in_year is not None and left.in_year is None and _within_a_quarter(left):
         right = right.in_year(left.first.year)
     if right.last < left.first and right.in_year is not None:
         # "from december to february": the end follows the start into the next year.
@@ -552,6 +555,11 @@ def _relative(text: str, today: date) -> _Period | None:
     if count <= 0:
         return None
     return _Period(_shift(today, -count, match["unit"]), today)
+
+
+def _within_a_quarter(period: _Period) -> bool:
+    """A day, a week, a month or a quarter, whose year a yearless other end takes."""
+    return period.first.year == period.last.year and (period.last - period.first).days < 92
 
 
 _DAYS_FROM_TODAY = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -545,3 +546,55 @@ def test_merged_gives_a_chunk_its_notes_score_on_the_side_that_missed_it(
     assert fused["Starter"]["semantic"] == 1.0  # the semantic side's best chunk
     assert fused["Oven"]["lexical"] == 1.0  # the only chunk lexical search found
     assert fused["Starter"]["lexical"] == 1.0  # not found lexically: its note's score
+
+
+def test_a_process_that_ends_after_its_query_embeds_a_few_notes_and_starts_no_thread(
+    vault_dir: Path,
+) -> None:
+    index = build_index(vault_dir, inline_refresh_notes=2, catch_up_in_background=False)
+    index.vault.refresh()
+    notes = len(index.vault.searchable_paths())
+    assert notes > 4
+    report = index.ensure_fresh()
+    assert report is not None
+    assert not report.background
+    assert report.stopped  # the others are left to the next query
+    assert len(report.added) == 2
+    assert index.notes_unembedded == notes - 2
+    report = index.ensure_fresh()
+    assert report is not None
+    assert len(report.added) == 2
+    assert index.notes_unembedded == notes - 4
+
+
+def test_a_closed_index_says_so_and_close_does_not_wait_for_a_write_that_hangs(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langchain_vaultsearch.semantic import index as index_module
+    from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
+
+    entered = threading.Event()
+
+    class EnteredHeld(HeldEmbedding):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            entered.set()
+            return super().embed_documents(texts)
+
+    model = EnteredHeld(WordBagEmbedding())
+    index = build_index(vault_dir, embeddings=model, inline_refresh_notes=0)
+    model.held = True
+    report = index.ensure_fresh()
+    assert report is not None
+    assert report.background
+    assert entered.wait(30)  # the catch-up is inside the model, which hangs
+    monkeypatch.setattr(index_module, "CLOSE_WAIT_S", 0.2)
+    with caplog.at_level(logging.WARNING):
+        index.close()  # the model hangs: close does not wait for it
+    assert "while a write goes on" in caplog.text
+    model.released.set()
+    assert index.wait(30)
+    with pytest.raises(SemanticIndexUnavailable, match="closed"):
+        index.search("oauth", 3)
+    with pytest.raises(SemanticIndexUnavailable, match="closed"):
+        index.ensure_fresh()
+    index.close()  # again: nothing to do

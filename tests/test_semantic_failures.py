@@ -684,4 +684,26 @@ def test_an_index_folder_deleted_under_a_running_process_is_said_so(
     assert "was deleted while this process" in service.status()["semantic"]["error"]
     with pytest.raises(SemanticIndexUnavailable, match="restart it"):
         service.search("oauth", mode="semantic")
+    # Another process builds the index again: the files are there, but not this index's.
+    rebuilt = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [
+            *(sys.executable, "-m", "langchain_vaultsearch.cli", "index"),
+            *("--vault", str(vault_dir), "--embeddings", "fake:32"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    with pytest.raises(SemanticIndexUnavailable, match="restart it"):
+        service.search("oauth", mode="semantic")
     service.close()
+    # A service closed before its index opened opens none after (a server stopped while
+    # its background index built the lexical side went on to write every vector, and
+    # held the store from other processes).
+    stopped = VaultSearch(vault_dir, watch=False)
+    stopped.close()
+    summary = stopped.index()
+    assert summary.semantic is None
+    assert stopped.semantic_index is None

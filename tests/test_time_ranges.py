@@ -155,6 +155,10 @@ def test_expression_table(text: str, start: str, end: str) -> None:
         ("from march 3 to march 10 2023", "2023-03-03", "2023-03-10"),
         ("from q4 to q1 2024", "2023-10-01", "2024-03-31"),
         ("from december to today", "2025-12-01", "2026-11-27"),  # yearless: most recent
+        # Beside a whole year a month is still the latest: the range runs up to it.
+        ("between 2020 and march", "2020-01-01", "2026-03-31"),
+        ("from 2023 to may", "2023-01-01", "2026-05-31"),
+        ("from last year to march", "2025-01-01", "2026-03-31"),
     ],
 )
 def test_a_range_end_without_a_year_is_in_the_other_ends_year(

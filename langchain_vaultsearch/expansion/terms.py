@@ -46,22 +46,26 @@ STOP_WORDS = frozenset(
     tes son sa ses chercher trouver montrer der die das den dem des ein eine einer und
     oder ist im mit ohne mein meine dein deine suchen finden zeigen
     qué cómo cuál cuáles cuándo dónde quién quiénes cuánto cuántos como cual cuando donde
-    quien es son está están ser hay se lo al nos este esta estos estas ese esa eso entre
-    muy más pero uno
-    il lo gli uno della dello delle degli dei nel nella nei nelle sul sulla dal dalla alla
-    alle agli da per tra fra che chi cosa come dove quando perché perche quale quali
-    qual è non si sono sia hanno ho anche più questo questa questi quello quella
-    um das na é são ao aos não quais onde porque meu minha
-    quel quelle quels quelles où quand pourquoi sont au aux sur par qui quoi ce
-    cette ces elle elles ils nous vous
+    quien son está están ser se lo al nos este esta estos estas ese esa eso entre muy más
+    pero
+    il lo gli della dello delle degli nel nella nei nelle sul sulla dalla alla alle agli
+    da per tra fra che cosa quando perché perche quale quali qual è sono sia hanno anche
+    più questo questa questi quello quella
+    um das é são ao aos não quais onde porque meu minha
+    quel quelle quels quelles où quand pourquoi sont au sur qui quoi ce cette elle elles
+    ils nous vous
     wie wer wo wann warum welche welcher welches sind auf für von zu zum zur nicht auch
     ich wir sie bei nach über aus wird werden kann
     """.split()
 )
-"""Not the function words that are also words of notes in English: Italian `di`, `ci`,
-`vi` and `ai`, Portuguese `os`, `em`, `dos` and `nas`, French `comment`, German `man`
-(dependency injection, continuous integration, the editor, AI, operating systems, the CSS
-unit, denial of service, network storage, code comments, manual pages)."""
+"""Not the function words that are also words of English notes: Spanish `es`, `hay` and
+`uno`, Italian `di`, `ci`, `vi`, `ai`, `si`, `dal`, `dei`, `chi`, `dove`, `come`, `non`
+and `ho`, Portuguese `os`, `em`, `dos`, `na` and `nas`, French `aux`, `par`, `ces` and
+`comment`, German `man` (ES modules, hay fever, Arduino Uno, dependency injection,
+continuous integration, the editor, AI, SI units, lentil dal, DEI, tai chi, a dove,
+"come up with", non-profit, Ho Chi Minh City, operating systems, the CSS unit, denial of
+service, NA values, network storage, an aux input, par value, CES, code comments, manual
+pages)."""
 
 # CJK words that carry no topic: pronouns, particles and the search verbs.
 CJK_STOP_WORDS = frozenset(

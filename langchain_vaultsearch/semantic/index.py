@@ -106,6 +106,8 @@ INLINE_REFRESH_NOTES = 8
 """Changed notes a query waits for; more are embedded in the background."""
 READERS_WAIT_S = 10.0
 """How long a refresh waits for other processes (a search) to close embedded Chroma."""
+CLOSE_WAIT_S = 30.0
+"""How long `close` waits for the batch a write is in (a local model: a few seconds)."""
 _CHUNK_CACHE_BYTES = 16 * 1024 * 1024
 _READS_CJK = "reads_cjk"
 """The records' setting that says whether the model reads CJK (`yes` or `no`)."""
@@ -170,6 +172,7 @@ class VaultIndex:
         window_overlap: int = WINDOW_OVERLAP,
         multilingual: bool | None = None,
         inline_refresh_notes: int = INLINE_REFRESH_NOTES,
+        catch_up_in_background: bool = True,
         rebuild: bool = False,
     ) -> None:
         """Open (or create) the vector index of a vault.
@@ -201,6 +204,10 @@ class VaultIndex:
                 guess from the model's name (`guess_multilingual`); a choice given is
                 recorded, so later opens (a CLI search, the MCP server) keep it.
             inline_refresh_notes: changed notes a query waits for before searching.
+            catch_up_in_background: embed more changed notes than that in a thread (a
+                server, a notebook). False for a process that ends after its query (a
+                one-shot command): a query embeds the first `inline_refresh_notes` of them
+                and leaves the rest to the next, as a thread would be cut short at exit.
             rebuild: drop every vector and record first (e.g. after changing the model).
 
         Raises:
@@ -234,6 +241,7 @@ class VaultIndex:
             require_extra("langchain_chroma", "chroma")  # before a model loads for nothing
         self.vault = vault
         self.inline_refresh_notes = inline_refresh_notes
+        self.catch_up_in_background = catch_up_in_background
         home = (
             Path(os.path.expanduser(os.fspath(persist_directory)))
             if persist_directory is not None
@@ -257,6 +265,10 @@ class VaultIndex:
         self._own_store = chroma_folder is not None and collection_name is None
         self._files = [path] if chroma_folder is None else [path, chroma_folder]
         """What a user deleting the index folder under a running process removes."""
+        self._identities: list[tuple[int, int]] = []
+        """Those files' (device, inode) once open: a folder deleted and made again by
+        another process is not this index's any more."""
+        self._closed = False
         records, stored = existing_records(
             path, rebuild=rebuild, model_given=embeddings is not None
         )
@@ -381,6 +393,7 @@ class VaultIndex:
                 self._clients.close()
             raise
         writing.close()
+        self._identities = [_identity(path) for path in self._files]
 
     @property
     def embeddings(self) -> Embeddings:
@@ -471,7 +484,7 @@ class VaultIndex:
             IndexLockedError: another process is writing this index, or has embedded Chroma
                 open for longer than `READERS_WAIT_S` (a server, say).
         """
-        self._raise_if_deleted()
+        self._raise_if_unusable()
         if self._background is not None:
             self._background.join()
         with self._writer():
@@ -509,7 +522,7 @@ class VaultIndex:
             What was done, or None when a writer was busy, the store was open elsewhere,
             or the index is read-only.
         """
-        self._raise_if_deleted()
+        self._raise_if_unusable()
         if self.records.read_only:
             self.vault.refresh()  # results are built from the vault's notes: see them
             return None
@@ -526,6 +539,8 @@ class VaultIndex:
             pending = self.writer.pull()
             if len(pending.updated) <= self.inline_refresh_notes:
                 return self.writer.write(pending, None)
+            if not self.catch_up_in_background:
+                return self.writer.write(pending, None, limit=self.inline_refresh_notes)
             writer = stack.pop_all()  # the background thread releases the writer
 
         def run() -> None:
@@ -600,27 +615,32 @@ class VaultIndex:
         finally:
             self._write_lock.release()
 
-    def _raise_if_deleted(self) -> None:
-        """A clear error when the index's files were deleted under this running process.
+    def _raise_if_unusable(self) -> None:
+        """A clear error when the index was closed, or its files deleted under this process.
 
         Open handles keep an unlinked SQLite file readable, so nothing else notices: status
         went on reporting a healthy index, and the first write failed on "attempt to write
-        a readonly database", until the process was restarted.
+        a readonly database", until the process was restarted. A closed index raised
+        whatever its closed files raised.
 
         Raises:
-            SemanticIndexUnavailable: the records file or the embedded store's folder is gone.
+            SemanticIndexUnavailable: the index is closed, or the records file or the
+                embedded store's folder is gone or was made again by another process.
         """
-        gone = next((path for path in self._files if not path.exists()), None)
-        if gone is not None:
-            msg = (
-                f"the vector index's {gone} was deleted while this process had it open:"
-                " restart it (`vaultsearch index` builds the index again)"
-            )
+        if self._closed:
+            msg = "the vector index was closed: open it again"
             raise SemanticIndexUnavailable(msg)
+        for path, known in zip(self._files, self._identities, strict=False):
+            if _identity(path) != known:  # gone, or made again by another process
+                msg = (
+                    f"the vector index's {path} was deleted while this process had it open:"
+                    " restart it (`vaultsearch index` builds the index again)"
+                )
+                raise SemanticIndexUnavailable(msg)
 
     def verify(self) -> VerifyReport:
         """Compare vault, records and store: what is missing, orphaned or not indexed."""
-        self._raise_if_deleted()
+        self._raise_if_unusable()
         return self.writer.verify()
 
     # ------------------------------------------------------------------ reading
@@ -644,13 +664,13 @@ class VaultIndex:
             query: the query text.
             k: chunks wanted (more windows are fetched, as a chunk may have several).
         """
-        self._raise_if_deleted()
+        self._raise_if_unusable()
         hits = similarity(self.store, query, fetch_k(k))
         return best_per_chunk(hits, k)
 
     async def asearch(self, query: str, k: int) -> list[tuple[str, float]]:
         """Async twin of `search`."""
-        self._raise_if_deleted()
+        self._raise_if_unusable()
         hits = await asimilarity(self.store, query, fetch_k(k))
         return best_per_chunk(hits, k)
 
@@ -700,11 +720,35 @@ class VaultIndex:
         not reach, the next refresh writes.
         """
         self._closing.set()
-        self.wait()
-        with self._write_lock:  # a refresh in another thread (a server's) ends after its batch
-            pass
-        self.records.close()
-        if self._chroma_client is not None:
-            self._chroma_client.close()
-        if self._clients is not None:
-            self._clients.close()
+        if self._closed:
+            return
+        # A refresh in another thread (a server's) ends after its batch too. A batch that
+        # does not end in time (a model that hangs) keeps the files it writes: closing them
+        # under it would fail its write, and the process ends either way.
+        if not self.wait(CLOSE_WAIT_S) or not self._write_lock.acquire(timeout=CLOSE_WAIT_S):
+            logger.warning(
+                "Closing the vector index of %s while a write goes on (over %g s); the next"
+                " refresh repairs what it leaves half-written",
+                self.vault.root,
+                CLOSE_WAIT_S,
+            )
+            self._closed = True
+            return
+        try:
+            self._closed = True
+            self.records.close()
+            if self._chroma_client is not None:
+                self._chroma_client.close()
+            if self._clients is not None:
+                self._clients.close()
+        finally:
+            self._write_lock.release()
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    """A file's (device, inode); (0, 0) when it is gone."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return (0, 0)
+    return (stat.st_dev, stat.st_ino)

@@ -45,8 +45,8 @@ class RefreshReport:
         texts_embedded: texts sent to the model (windows; cache hits not counted).
         repaired: notes whose interrupted write was cleaned up first.
         background: True when the work was handed to a background thread.
-        stopped: True when a stop request ended the write before every note was written
-            (the next refresh writes the rest).
+        stopped: True when the write ended before every note was written (a stop request,
+            a limit); the next refresh writes the rest.
     """
 
     added: list[str] = field(default_factory=list)

@@ -171,6 +171,7 @@ class VectorWriter:
         pending: Pending,
         on_progress: Callable[[IndexProgress], None] | None,
         stop: threading.Event | None = None,
+        limit: int | None = None,
     ) -> RefreshReport:
         """Apply pulled changes to the store and the records (writer held).
 
@@ -180,6 +181,8 @@ class VectorWriter:
             stop: once set, the write ends before its next batch (`RefreshReport.stopped`).
                 A process that is ending sets it: a batch cut off mid-write leaves notes
                 half-written, and the embedding thread killed at exit aborts the process.
+            limit: embed at most this many notes (those unchanged are still confirmed);
+                the next refresh writes the rest (`RefreshReport.stopped`).
         """
         report = RefreshReport()
         started = time.monotonic()
@@ -189,6 +192,9 @@ class VectorWriter:
         try:
             self._remove(pending.removed, report)
             todo, texts_total = self._to_write(pending, report, since_ms, stop)
+            if limit is not None and len(todo) > limit:
+                todo = todo[:limit]
+                report.stopped = True
             texts_done = 0
 
             def progress(notes_done: int) -> None:
@@ -229,6 +235,7 @@ class VectorWriter:
             self.progress = None
         if stop is not None and stop.is_set():
             report.stopped = True
+        if report.stopped:
             self.restart()  # as after a failure: the next pull lists what was left
         report.texts_embedded = self.cached_embeddings.texts_embedded - embedded_before
         return report
