@@ -357,9 +357,9 @@ class DefaultSetting:
 
 
 SHIPPED = DefaultSetting(
-    coverage_floor=COVERAGE_FLOOR, depth=OURS_K, note_scores=True, rarity=False
+    coverage_floor=COVERAGE_FLOOR, depth=OURS_K, note_scores=False, rarity=True
 )
-"""What `MergedSemanticRetriever` runs (`FusionWeights()`, `depth=k`, note scores, no IDF)."""
+"""What `MergedSemanticRetriever` runs (`FusionWeights()`, `depth=k`, no note scores, IDF)."""
 
 DEFAULT_GRID: dict[str, tuple[Any, ...]] = {
     "coverage_floor": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5),

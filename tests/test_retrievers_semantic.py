@@ -511,43 +511,6 @@ async def test_a_named_note_comes_first_on_every_route(index: VaultIndex, vault_
                 assert docs[0].metadata["score"] == 1.0  # seed 002: the best at 1.0
 
 
-def test_merged_gives_a_chunk_its_notes_score_on_the_side_that_missed_it(
-    tmp_path: Path,
-) -> None:
-    """A note's best chunk may differ on the two sides: each chunk counted one side only,
-    and the note fell below notes both sides found (chosen on six judged vaults)."""
-    from tests.conftest import write_vault
-
-    vault = write_vault(
-        tmp_path / "vault",
-        {
-            "Kitchen/Baking.md": (  # two sections long enough to be two chunks
-                "# Baking\n\n## Oven\n\nPreheat the oven to 230 degrees. "
-                + "\n"
-                + "· " * 2000
-                + "\n\n## Starter\n\nFeed the sourdough starter daily. "
-                + "\n"
-                + "· " * 2000
-                + "\n"
-            ),
-            "Music/Piano.md": "# Piano\n\nScales every morning.\n",
-            "Garden/Tomatoes.md": "# Tomatoes\n\nWater the tomatoes.\n",
-        },
-    )
-    index = build_index(vault)
-    index.refresh()
-    merged = MergedSemanticRetriever(semantic_index=index, k=5, diverse_notes=False)
-    fused = {
-        doc.metadata["heading"]: doc.metadata["explanation"]["fusion"]
-        # `preheat` in one chunk; a loaf of bread, to the model, in the other
-        for doc in merged.invoke("preheat loaf bread")
-        if doc.metadata["path"] == "Kitchen/Baking.md"
-    }
-    assert fused["Starter"]["semantic"] == 1.0  # the semantic side's best chunk
-    assert fused["Oven"]["lexical"] == 1.0  # the only chunk lexical search found
-    assert fused["Starter"]["lexical"] == 1.0  # not found lexically: its note's score
-
-
 def test_a_process_that_ends_after_its_query_embeds_a_few_notes_and_starts_no_thread(
     vault_dir: Path,
 ) -> None:

@@ -15,14 +15,12 @@ methods, chosen per call:
   `depth`, its best notes, those that could be shown: the tail below counts 0), then a
   weighted sum, so a chunk both sides found rises above chunks only one side found, and each
   side's confidence still counts. With `note_scores`, a chunk one side did not return takes
-  its note's best score on that side (readers and nDCG count notes); merged search turns it
-  on: where a note's best chunk differs on the two sides, each chunk counted one side only
-  and the note fell below notes both sides found (chosen on six judged vaults,
-  `benchmarks/fusion_lovo.py`). Given the query's terms, the lexical weight also follows
-  their coverage: the share of them the best lexical hits contain, each term optionally
-  weighed by its rarity in the vault (`term_weights`, which merged search leaves off since
-  the stop words of six languages leave few common words in the terms: chosen the same
-  way). A question in other words than the notes' ("stop two writers
+  its note's best score on that side (readers and nDCG count notes); merged search leaves it
+  off: chosen on six judged vaults it was no better (`benchmarks/fusion_lovo.py`). Given the
+  query's terms, the lexical weight also follows their coverage: the share of them the best
+  lexical hits contain, each term weighed by its rarity in the vault when that is known
+  (`term_weights`), so "que", "una" or "use" count little and a word no note holds (a typo
+  no note corrects) not at all. A question in other words than the notes' ("stop two writers
   changing the same row") matches a few common words lexically, and min-max would still
   crown the best of those weak hits 1.0: below a coverage floor
   (`FusionWeights.coverage_floor`, `COVERAGE_FLOOR` unless set) the lexical side only breaks

@@ -181,9 +181,8 @@ class TieredLexicalRetriever(VaultRetriever):
     def term_rarity(self, terms: Sequence[str]) -> dict[str, float] | None:
         """How rare each index term is in the vault (its IDF; 0 when no note holds it).
 
-        None while a large vault's first index builds. `fusion.scores.lexical_coverage`
-        can weigh the share of the query the lexical side matched by it; merged search
-        does not since session 26 (`benchmarks/fusion_lovo.py` scores both, and chose).
+        None while a large vault's first index builds. Merged search weighs the share of
+        the query the lexical side matched by it (`fusion.scores.lexical_coverage`).
         """
         return self._core.index.term_rarity(list(terms))
 

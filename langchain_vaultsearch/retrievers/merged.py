@@ -25,7 +25,7 @@ from langchain_vaultsearch.expansion.terms import QueryExpanderLike, fallback_ex
 from langchain_vaultsearch.filters import note_matches
 from langchain_vaultsearch.fusion.asked_first import named_notes, ranked_asked_first
 from langchain_vaultsearch.fusion.hybrid import HybridStages, diverse_top, top_k_for
-from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, fuse
+from langchain_vaultsearch.fusion.scores import FusionMethod, FusionWeights, coverage_terms, fuse
 from langchain_vaultsearch.fusion.typos import corrected_query
 from langchain_vaultsearch.limits import (
     RETURN_ALL_LIMIT,
@@ -236,9 +236,11 @@ class MergedSemanticRetriever(VaultRetriever):
         tags: frozenset[str],
     ) -> list[Document]:
         # The query's own words (not an LLM's expansion): how much of what the user typed
-        # lexical search found is what its weight should follow.
+        # lexical search found is what its weight should follow, each word as far as it
+        # is rare in the vault.
         raise_if_cancelled()
         terms = fallback_expansion(words).salient_terms
+        rarity = self._lexical().term_rarity(coverage_terms(terms)) if terms else None
         fused = fuse(
             lexical,
             semantic,
@@ -251,10 +253,8 @@ class MergedSemanticRetriever(VaultRetriever):
             method=self.fusion,
             weights=self._weights,
             query_terms=terms,
+            term_weights=rarity,
             depth=limit,
-            # A note's best chunk on one side may not be the other side's: each then
-            # counted one side only, and the note fell below notes both sides found.
-            note_scores=True,
         )
         vault = self.semantic_index.vault
 
