@@ -61,10 +61,13 @@ class HeldEmbedding(Embeddings):
     def __init__(self, model: Embeddings) -> None:
         self.model = model
         self.held = False
+        self.entered = threading.Event()
+        """Set once a held call has begun: a test then knows the write is inside the model."""
         self.released = threading.Event()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if self.held:
+            self.entered.set()
             self.released.wait(30)
         return self.model.embed_documents(texts)
 

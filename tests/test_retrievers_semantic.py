@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -536,20 +535,13 @@ def test_a_closed_index_says_so_and_close_does_not_wait_for_a_write_that_hangs(
     from langchain_vaultsearch.semantic import index as index_module
     from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
 
-    entered = threading.Event()
-
-    class EnteredHeld(HeldEmbedding):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            entered.set()
-            return super().embed_documents(texts)
-
-    model = EnteredHeld(WordBagEmbedding())
+    model = HeldEmbedding(WordBagEmbedding())
     index = build_index(vault_dir, embeddings=model, inline_refresh_notes=0)
     model.held = True
     report = index.ensure_fresh()
     assert report is not None
     assert report.background
-    assert entered.wait(30)  # the catch-up is inside the model, which hangs
+    assert model.entered.wait(30)  # the catch-up is inside the model, which hangs
     monkeypatch.setattr(index_module, "CLOSE_WAIT_S", 0.2)
     with caplog.at_level(logging.WARNING):
         index.close()  # the model hangs: close does not wait for it

@@ -24,7 +24,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,6 +40,7 @@ from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.semantic.lock import IndexLockedError
 from langchain_vaultsearch.service import VaultSearch
 from tests.conftest import write_vault
+from tests.fake_embeddings import HeldEmbedding
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = "fake:32"
@@ -347,25 +347,6 @@ if __name__ == "__main__":
     main(sys.argv[1:])
 
 
-class EnteredEmbedding(Embeddings):
-    """The `fake:32` model; once held, a batch says it began and waits to be released."""
-
-    def __init__(self) -> None:
-        self.inner = DeterministicFakeEmbedding(size=32)
-        self.held = False
-        self.entered = threading.Event()
-        self.released = threading.Event()
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        if self.held:
-            self.entered.set()
-            assert self.released.wait(TIMEOUT_S)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.inner.embed_query(text)
-
-
 def test_closing_ends_a_background_catch_up_after_its_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -375,7 +356,7 @@ def test_closing_ends_a_background_catch_up_after_its_batch(
     vault = write_vault(tmp_path / "vault", notes(0, 10))
     build(vault)
     write_vault(vault, notes(10, 40))
-    model = EnteredEmbedding()
+    model = HeldEmbedding(DeterministicFakeEmbedding(size=32))
     model.held = True
     index = VaultIndex(
         vault_path=vault, embeddings=model, embedding_id=SPEC, batch_size=4, inline_refresh_notes=0
