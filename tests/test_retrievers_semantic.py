@@ -168,13 +168,19 @@ def test_many_edits_are_embedded_in_the_background(vault_dir: Path) -> None:
     assert index.verify().ok
 
 
-def test_notes_a_background_catch_up_has_not_written_are_counted(vault_dir: Path) -> None:
+def held_catch_up(vault_dir: Path) -> tuple[VaultIndex, HeldEmbedding]:
+    """An index whose background catch-up has begun, its model held until released."""
     model = HeldEmbedding(WordBagEmbedding())
     index = build_index(vault_dir, embeddings=model, inline_refresh_notes=0)
     model.held = True
     report = index.ensure_fresh()
     assert report is not None
     assert report.background
+    return index, model
+
+
+def test_notes_a_background_catch_up_has_not_written_are_counted(vault_dir: Path) -> None:
+    index, model = held_catch_up(vault_dir)
     notes = sum(1 for info in index.vault.notes.values() if info.searchable)
     assert notes > 1
     assert index.notes_unembedded == notes
@@ -535,12 +541,7 @@ def test_a_closed_index_says_so_and_close_does_not_wait_for_a_write_that_hangs(
     from langchain_vaultsearch.semantic import index as index_module
     from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable
 
-    model = HeldEmbedding(WordBagEmbedding())
-    index = build_index(vault_dir, embeddings=model, inline_refresh_notes=0)
-    model.held = True
-    report = index.ensure_fresh()
-    assert report is not None
-    assert report.background
+    index, model = held_catch_up(vault_dir)
     assert model.entered.wait(30)  # the catch-up is inside the model, which hangs
     monkeypatch.setattr(index_module, "CLOSE_WAIT_S", 0.2)
     with caplog.at_level(logging.WARNING):
