@@ -513,7 +513,8 @@ class VaultIndex:
         """Catch up with edits before a query, without making the query wait long.
 
         A few changed notes are embedded now; more are embedded in a background thread
-        (searches meanwhile see the previous vectors, and lexical search sees the edits).
+        (searches meanwhile see the previous vectors, and lexical search sees the edits),
+        or, without `catch_up_in_background`, left to the next query after the first few.
         Nothing is written, and the log says why, while another thread or process is
         writing, or while another process has embedded Chroma open (a process must not
         write a store another one reads).
@@ -713,11 +714,11 @@ class VaultIndex:
     def close(self) -> None:
         """Stop writes after their batch, then close the records and embedded Chroma.
 
-        Other processes may write embedded Chroma only once its client here is closed. The
-        catch-up is not waited for to its end (a one-shot command would outlive its results
-        by minutes after many edits), nor left running: an embedding thread killed at
+        Other processes may write embedded Chroma only once its client here is closed. A
+        catch-up is not waited for to its end (a server stopped after many edits would
+        outlive its clients by minutes), nor left running: an embedding thread killed at
         interpreter exit aborts the process and leaves its batch half-written. What it did
-        not reach, the next refresh writes.
+        not reach, the next refresh writes. Used after this, the index says it is closed.
         """
         self._closing.set()
         if self._closed:
