@@ -410,9 +410,9 @@ def _say_what_search_left_out(
 
     The vault's vector index could not join the search, its model cannot read the query
     (an English-only model and a Chinese one: `--mode semantic` said "No results" and
-    nothing else), or it holds no vectors yet of some notes (new ones a background
-    catch-up this one-shot command does not wait for has not reached, a store emptied
-    behind its back): without the line, results that leave notes out look complete.
+    nothing else), or it holds no vectors yet of some notes (new ones past the few this
+    one-shot command embeds before its query, a store emptied behind its back): without
+    the line, results that leave notes out look complete.
     """
     if service.model_skips(query, mode):
         print(

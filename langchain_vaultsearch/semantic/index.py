@@ -573,9 +573,9 @@ class VaultIndex:
     def notes_unembedded(self) -> int:
         """Searchable notes the store holds no finished vectors of: semantic search misses them.
 
-        New notes a background catch-up has not reached, or a store emptied behind the
-        records' back. A one-shot command ends before a large catch-up does, and results
-        that leave notes out look complete: it says how many. Cheap, as it reads only the
+        New notes a background catch-up has not reached, or a one-shot command left to the
+        next, or a store emptied behind the records' back: results that leave notes out
+        look complete, so a one-shot command says how many. Cheap, as it reads only the
         records (a changed note's previous vectors count as embedded).
         """
         hashes = self.records.hashes()
