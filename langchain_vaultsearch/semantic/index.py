@@ -268,7 +268,6 @@ class VaultIndex:
         self._identities: list[tuple[int, int]] = []
         """Those files' (device, inode) once open: a folder deleted and made again by
         another process is not this index's any more."""
-        self._closed = False
         records, stored = existing_records(
             path, rebuild=rebuild, model_given=embeddings is not None
         )
@@ -284,7 +283,8 @@ class VaultIndex:
         self._write_lock = threading.Lock()
         self._background: threading.Thread | None = None
         self._closing = threading.Event()
-        """Set by `close`: writes in this process end after the batch they are in."""
+        """Set by `close`: writes in this process end after the batch they are in, and the
+        index is not used again."""
         owned = False  # whether this open holds the writer: only then may it remove files
         writing = contextlib.ExitStack()
         try:
@@ -377,7 +377,8 @@ class VaultIndex:
             elif stored is None:  # new records, or records of a run that never finished
                 self.records.clear()
                 self._record_model()
-            self._record_collection()  # records made before the name was recorded
+            else:
+                self._record_collection()  # records made before the name was recorded
             if dimension is not None:
                 self.cached_embeddings.record_dimension(dimension)
             self.multilingual = self._reads_cjk(multilingual)
@@ -628,7 +629,7 @@ class VaultIndex:
             SemanticIndexUnavailable: the index is closed, or the records file or the
                 embedded store's folder is gone or was made again by another process.
         """
-        if self._closed:
+        if self._closing.is_set():
             msg = "the vector index was closed: open it again"
             raise SemanticIndexUnavailable(msg)
         for path, known in zip(self._files, self._identities, strict=False):
@@ -720,9 +721,9 @@ class VaultIndex:
         interpreter exit aborts the process and leaves its batch half-written. What it did
         not reach, the next refresh writes. Used after this, the index says it is closed.
         """
-        self._closing.set()
-        if self._closed:
+        if self._closing.is_set():
             return
+        self._closing.set()
         # A refresh in another thread (a server's) ends after its batch too. A batch that
         # does not end in time (a model that hangs) keeps the files it writes: closing them
         # under it would fail its write, and the process ends either way.
@@ -733,10 +734,8 @@ class VaultIndex:
                 self.vault.root,
                 CLOSE_WAIT_S,
             )
-            self._closed = True
             return
         try:
-            self._closed = True
             self.records.close()
             if self._chroma_client is not None:
                 self._chroma_client.close()
