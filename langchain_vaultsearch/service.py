@@ -425,12 +425,14 @@ class VaultSearch:
         if not tags and time_range is None:
             return retriever.invoke(query, k=k)
         # A tag as the query's tags are read: an input method's full-width # (U+FF03) is `#`.
-        typed = [f"#{clamp_query(tag).lstrip('#')}" for tag in tags or ()]
-        for given, tag in zip(tags or (), typed, strict=True):
-            if not tag_filters("", [tag]):  # "" or "#": it would filter nothing out
+        read: list[str] = []
+        for given in tags or ():
+            tag = tag_filters("", [f"#{clamp_query(given).lstrip('#')}"])
+            if not tag:  # "" or "#": it would filter nothing out
                 msg = f"not a tag: {given!r} (a tag is a word such as project or #project/alpha)"
                 raise ValueError(msg)
-        wanted = frozenset(tag_filters("", typed))
+            read.extend(tag)
+        wanted = frozenset(read)
         window = resolve_time_range(time_range)
         kept = [
             doc
