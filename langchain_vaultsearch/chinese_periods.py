@@ -40,11 +40,8 @@ _NAMED = {
     "昨日": "yesterday",
     "前天": "2 days ago",
     "明天": "tomorrow",
-    "今年": "this year",
-    "去年": "last year",
-    "前年": "2 years ago",
-    "明年": "next year",
     "大前天": "3 days ago",
+    **_WHICH_YEAR,
 }
 _PERIOD_UNITS = {"周": "week", "星期": "week", "礼拜": "week", "月": "month", "季度": "quarter"}
 _TO = re.compile(r"\s*(?:到|至|~|～|-|－|—)\s*")
