@@ -53,7 +53,7 @@ from benchmarks.fusion_lovo import (
 )
 from benchmarks.metrics import distinct
 from benchmarks.quality import CUTOFF
-from benchmarks.semantic_quality import OURS_K, default_embeddings
+from benchmarks.semantic_quality import OURS_K, benchmark_model
 from langchain_vaultsearch.documents import document_score, lexical_matches
 from langchain_vaultsearch.fusion.scores import (
     COVERAGE_HITS,
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embeddings", default=None)
     args = parser.parse_args(argv)
     pairs = [(Path(a), Path(b)) for a, _, b in (v.partition("=") for v in args.set)]
-    queries = collect(pairs, args.embeddings or default_embeddings())
+    queries = collect(pairs, *benchmark_model(args.embeddings))
     runs = {f"weight {w}": fixed_weight(w) for w in WEIGHTS}
     for q in queries:
         q.scores["lexical"] = ndcg(q.judged, q.lexical[:OURS_K])

@@ -68,6 +68,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
@@ -77,9 +78,8 @@ from benchmarks.judged_runs import judged_sets
 from benchmarks.metrics import distinct, mean_interval, ndcg_at_k
 from benchmarks.quality import CUTOFF, JudgedQuery
 from benchmarks.semantic_quality import (
-    CACHE,
     OURS_K,
-    default_embeddings,
+    benchmark_model,
     vault_cache,
     vault_labels,
 )
@@ -163,11 +163,16 @@ def ndcg(judged: JudgedQuery, docs: Sequence[Document]) -> float:
 
 
 def collect(
-    sets: Sequence[tuple[Path, Path]], embeddings: str, *, multilingual: bool | None = None
+    sets: Sequence[tuple[Path, Path]],
+    embeddings: Embeddings | str,
+    cache: Path,
+    *,
+    multilingual: bool | None = None,
 ) -> list[Query]:
     """Run every query of every set through both sides and the default path once.
 
-    `multilingual` is `VaultIndex`'s: True lets the model read every query, CJK ones too.
+    `cache` keeps each vault's vector index of this model between runs. `multilingual`
+    is `VaultIndex`'s: True lets the model read every query, CJK ones too.
     """
     from langchain_vaultsearch import (
         FilterRetriever,
@@ -187,7 +192,7 @@ def collect(
         index = VaultIndex(
             vault_path=vault,
             embeddings=embeddings,
-            persist_directory=vault_cache(CACHE, vault),
+            persist_directory=vault_cache(cache, vault),
             multilingual=multilingual,
         )
         index.refresh()
@@ -712,15 +717,15 @@ def main(argv: list[str] | None = None) -> int:
         help="let the model read every query, CJK ones too (what skipping them is worth)",
     )
     args = parser.parse_args(argv)
-    embeddings = args.embeddings or default_embeddings()
+    embeddings, cache = benchmark_model(args.embeddings)
 
     def pairs(values: Sequence[str]) -> list[tuple[Path, Path]]:
         return [(Path(a), Path(b)) for a, _, b in (v.partition("=") for v in values)]
 
     multilingual = True if args.multilingual else None
-    tuning = collect(pairs(args.set), embeddings, multilingual=multilingual)
+    tuning = collect(pairs(args.set), embeddings, cache, multilingual=multilingual)
     held = (
-        collect(pairs(args.held_out), embeddings, multilingual=multilingual)
+        collect(pairs(args.held_out), embeddings, cache, multilingual=multilingual)
         if args.held_out
         else []
     )

