@@ -182,6 +182,17 @@ def test_rare_terms_weigh_more_in_the_coverage_and_unknown_ones_not_at_all() -> 
     assert lexical_coverage(hits, terms, {**rarity, "ciega": 0.0}) == 1.0  # no note holds it
 
 
+def test_a_cjk_bigram_counts_once_however_rare_where_two_words_meet() -> None:
+    # 设置保存在文件夹: the best hit holds the words; 置保 and 夹里-like bigrams across two
+    # words are the rarest terms, yet say nothing about how well the hit matched.
+    hits = [lexical_hit("a.md#0", 0.98, "设置", "保存", "文件", "件夹")]
+    terms = ["设置保存", "文件夹"]
+    rarity = {"设置": 0.4, "置保": 4.75, "保存": 1.3, "文件": 0.3, "件夹": 1.1}
+    assert lexical_coverage(hits, terms, rarity) == 4 / 5
+    assert lexical_coverage(hits, terms, {**rarity, "置保": 0.0}) == 1.0  # no note holds it
+    assert lexical_coverage(hits, ["设置", "use"], {"设置": 0.4, "use": 3.0}) == 1 / 4
+
+
 def test_coverage_at_the_floor_leaves_lexical_only_the_ties() -> None:
     lexical = [lexical_hit("weak.md#0", 0.98, "web"), lexical_hit("x.md#0", 0.5, "web")]
     semantic = [doc("good.md#0", 0.6, "semantic"), doc("y.md#0", 0.3, "semantic")]

