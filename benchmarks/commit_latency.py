@@ -135,19 +135,21 @@ def main(argv: list[str] | None = None) -> int:
     if __package__ in (None, ""):
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from benchmarks.common import derive_queries, format_table
-    from benchmarks.semantic_quality import CACHE, default_embeddings, vault_cache
+    from benchmarks.semantic_quality import default_embeddings, model_cache, vault_cache
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("commits", nargs="+", help="revisions; the first is the baseline")
     parser.add_argument("--vault", type=Path, required=True)
     parser.add_argument("--index", type=Path, help="default: semantic_quality's for the vault")
-    parser.add_argument("--embeddings", default=None, help="spec (default: MiniLM, offline)")
+    parser.add_argument(
+        "--embeddings", default=None, help="a spec the commits can load (default: MiniLM)"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3, help="warm passes per run")
     parser.add_argument("--queries", type=int, default=60, help="derived queries")
     args = parser.parse_args(argv)
     args.model = args.embeddings or default_embeddings()
-    index = args.index or vault_cache(CACHE, args.vault)
+    index = args.index or vault_cache(model_cache(args.embeddings), args.vault)
     if not index.is_dir():
         raise SystemExit(f"error: no vector index at {index}: build it first")
     rows: list[list[str]] = []
@@ -170,13 +172,9 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 for name in ("merged", "default"):
                     p95s.setdefault(commit, {}).setdefault(name, []).append(found[name][1])
-                rows.append(
-                    [
-                        str(round_number + 1),
-                        commit,
-                        *(f"{found[n][0]:.1f} / {found[n][1]:.1f}" for n in ("merged", "default")),
-                    ]
-                )
+                timings = [f"{found[n][0]:.1f} / {found[n][1]:.1f}" for n in ("merged", "default")]
+                rows.append([str(round_number + 1), commit, *timings])
+                print(f"  round {round_number + 1}, {commit}: {timings}", file=sys.stderr)
     print(f"{args.vault}: {args.queries} derived queries x {args.repeats}, k {K}")
     print(format_table(["round", "commit", "merged p50 / p95 ms", "default p50 / p95 ms"], rows))
     baseline = next(iter(p95s))

