@@ -34,6 +34,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,21 +105,21 @@ def export(commit: str, into: Path) -> str:
     return short
 
 
-def run(
-    tree: Path, index: Path, copy: Path, args: argparse.Namespace, queries: Path
-) -> dict[str, Any]:
-    """One timed run of the commit in `tree` over a fresh copy of the index."""
+def run(tree: Path, index: Path, copy: Path, worker_args: Sequence[str]) -> dict[str, Any]:
+    """One timed run of the commit in `tree` over a fresh copy of the index.
+
+    `worker_args` are the same for every run: the vault, the model, the queries' file and
+    the warm passes.
+    """
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(index, copy)
-    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
-    env["TRANSFORMERS_OFFLINE"] = "1"
-    command = [sys.executable, __file__, WORKER, str(args.vault), str(copy), args.model]
+    offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = subprocess.run(
-        [*command, str(queries), str(args.repeats)],
+        [sys.executable, __file__, WORKER, str(copy), *worker_args],
         capture_output=True,
         text=True,
         cwd=tree,
-        env=env,
+        env={**os.environ, "PYTHONPATH": str(tree), **offline},
         check=False,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -148,7 +149,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="warm passes per run")
     parser.add_argument("--queries", type=int, default=60, help="derived queries")
     args = parser.parse_args(argv)
-    args.model = args.embeddings or default_embeddings()
     index = args.index or vault_cache(model_cache(args.embeddings), args.vault)
     if not index.is_dir():
         raise SystemExit(f"error: no vector index at {index}: build it first")
@@ -158,13 +158,15 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(scratch)
         queries = work / "queries.json"
         queries.write_text(json.dumps(derive_queries(args.vault, args.queries)), "utf-8")
+        model = args.embeddings or default_embeddings()
+        worker_args = [str(args.vault), model, str(queries), str(args.repeats)]
         trees = {
             export(c, work / f"tree{n}"): work / f"tree{n}" for n, c in enumerate(args.commits)
         }
         for round_number in range(args.rounds):
             order = list(trees) if round_number % 2 == 0 else list(trees)[::-1]
             for commit in order:
-                found = run(trees[commit], index, work / "index", args, queries)
+                found = run(trees[commit], index, work / "index", worker_args)
                 if found["embedded"]:
                     raise SystemExit(
                         f"error: {commit} embedded {found['embedded']} texts: it does not "
@@ -194,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == WORKER:
-        vault, home, model, queries_file, repeats = sys.argv[2:7]
+        home, vault, model, queries_file, repeats = sys.argv[2:7]
         worker(vault, home, model, queries_file, int(repeats))
     else:
         raise SystemExit(main())
