@@ -427,11 +427,11 @@ class VaultSearch:
         # A tag as the query's tags are read: an input method's full-width # (U+FF03) is `#`.
         read: list[str] = []
         for given in tags or ():
-            tag = tag_filters("", [f"#{clamp_query(given).lstrip('#')}"])
-            if not tag:  # "" or "#": it would filter nothing out
+            filters = tag_filters("", [f"#{clamp_query(given).lstrip('#')}"])
+            if not filters:  # "" or "#": it would filter nothing out
                 msg = f"not a tag: {given!r} (a tag is a word such as project or #project/alpha)"
                 raise ValueError(msg)
-            read.extend(tag)
+            read.extend(filters)
         wanted = frozenset(read)
         window = resolve_time_range(time_range)
         kept = [
