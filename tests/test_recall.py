@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -254,6 +256,37 @@ def test_vocabulary_cap_counts_sorted_and_recent_terms_together() -> None:
     assert len(expanded) == 1 + MAX_PREFIX_EXPANSIONS
     assert expanded[:4] == ["abc", "abcz", "abc000", "abc001"]
     assert "abc0000" not in expanded  # 7 characters: every 6-character term comes first
+
+
+def test_expanding_while_another_thread_adds_terms_never_raises() -> None:
+    """Searches rank outside the index's lock while a sync adds an edit's new terms."""
+    vocab = Vocabulary()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+
+    def add_terms() -> None:
+        for i in range(3000):
+            vocab.add(f"deploy{i}")
+            vocab.add(f"dxploy{i}")
+
+    adder = threading.Thread(target=add_terms)
+    errors: list[RuntimeError] = []
+    calls = 0
+    try:
+        adder.start()
+        while adder.is_alive():
+            calls += 1
+            try:
+                vocab.expand("deploy")
+                vocab.fuzzy("dexloyment")
+            except RuntimeError as exc:  # "dictionary changed size during iteration"
+                errors.append(exc)
+    finally:
+        adder.join()
+        sys.setswitchinterval(interval)
+    assert calls > 0
+    assert errors == []
+    assert [t for t, _w in vocab.expand("deploy")][:3] == ["deploy", "deploy0", "deploy1"]
 
 
 # --------------------------------------------------------------------------- RecallIndex

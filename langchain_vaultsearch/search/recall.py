@@ -221,6 +221,10 @@ class Vocabulary:
         """Start from sorted terms (their ranks are their ids), or from none."""
         self.sorted = terms if terms is not None else SortedTerms()
         self._recent: dict[str, int] = {}
+        """Read as a copy (`tuple(...)`, made in one C call no thread switch interrupts):
+        searches read the vocabulary outside the index's lock while a sync adds terms, and
+        a dict iterated in Python while another thread adds to it raises (searches during
+        edits fell back to recall order)."""
         self.frequency: Callable[[int], int] | None = None
         """How many notes hold a term id, when postings are at hand (`RecallIndex`)."""
         self._sound_alikes: dict[str, list[tuple[str, int | None]]] = {}
@@ -283,7 +287,7 @@ class Vocabulary:
         first = ranks.start - 1 if _own is not None else ranks.start
         run = range(max(first, 0), ranks.stop)
         choices = self.sorted.decode_range(run)
-        recent = [other for other in self._recent if other[:1] == term[:1]]
+        recent = [other for other in tuple(self._recent) if other[:1] == term[:1]]
         found = process.extract(
             term,
             [*choices, *recent],
@@ -368,7 +372,7 @@ class Vocabulary:
         longer = self.sorted.shortest(ranks, MAX_PREFIX_EXPANSIONS)
         longer += [
             (other, other_id)
-            for other, other_id in self._recent.items()
+            for other, other_id in tuple(self._recent.items())
             if len(other) > len(term) and other.startswith(term)
         ]
         longer.sort(key=lambda item: (len(item[0]), item[0]))
