@@ -19,6 +19,10 @@ from langchain_core.documents import Document
 from langchain_vaultsearch.text.chunking import Chunk, chunk_index_from_chunk_id
 from langchain_vaultsearch.vault.note_info import NoteInfo
 
+CONTEXT_SHARE = 0.1
+"""The share of a list's best score a result needs to be `includeInContext` by default
+(the original's 0.1)."""
+
 DocumentSource = Literal[
     "lexical",
     "semantic",
@@ -213,9 +217,14 @@ def rescored(doc: Document, score: float, **metadata: Any) -> Document:  # noqa:
     """A copy of a document with a new `score` and `rerank_score` (inputs stay unchanged).
 
     Both keys change together: `document_score` reads `rerank_score` first, so a stage
-    that moved only `score` would be ignored by every later one.
+    that moved only `score` would be ignored by every later one. So does
+    `explanation["finalScore"]`, which is the document's score for every retriever
+    (`--explain` prints it): a fused result kept the lexical side's there.
     """
     updated = {**doc.metadata, **metadata, "score": score, "rerank_score": score}
+    explanation = updated.get("explanation")
+    if isinstance(explanation, dict):
+        updated["explanation"] = {**explanation, "finalScore": score}
     return Document(page_content=doc.page_content, metadata=updated, id=doc.id)
 
 

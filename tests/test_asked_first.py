@@ -92,3 +92,19 @@ def test_named_notes_resolve_as_obsidian_links(tmp_path: Path) -> None:
         "Folder/Some Note.md"
     }
     assert named_notes("no names here", vault) == frozenset()
+
+
+def test_what_the_query_asks_for_is_shown_however_weakly_its_words_match() -> None:
+    weak = doc("named.md", 0.01)
+    weak.metadata["includeInContext"] = False
+    hidden = doc("b.md", 0.005)
+    hidden.metadata["includeInContext"] = False
+    found = named_first([doc("a.md", 0.9), weak, hidden], {"named.md"})
+    assert [(d.metadata["path"], d.metadata.get("includeInContext")) for d in found] == [
+        ("named.md", True),
+        ("a.md", None),
+        ("b.md", False),
+    ]
+    assert weak.metadata["includeInContext"] is False  # inputs unchanged
+    tagged = asked_first([weak], [doc("x.md", 0.9)], 2)
+    assert tagged[0].metadata["includeInContext"] is True

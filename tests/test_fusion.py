@@ -11,6 +11,7 @@ from langchain_vaultsearch.fusion.scores import (
     COVERAGE_FLOOR,
     FUSION_METHODS,
     MIN_COVERAGE,
+    FusionMethod,
     FusionWeights,
     fuse,
     lexical_coverage,
@@ -301,3 +302,39 @@ def test_depth_counts_notes_not_the_sections_of_one_long_note() -> None:
     ]
     ranked = fuse(pathless, [], limit=4, depth=2)
     assert [d.metadata["explanation"]["fusion"]["lexical"] for d in ranked][1:] == [0.0, 0.0, 0.0]
+
+
+def flagged(chunk_id: str, score: float, source: str, shown: bool) -> Document:
+    found = doc(chunk_id, score, source, {"baseScore": score * 10, "finalScore": score})
+    found.metadata["includeInContext"] = shown
+    return found
+
+
+@pytest.mark.parametrize("method", FUSION_METHODS)
+def test_the_fused_score_decides_what_the_context_shows(method: FusionMethod) -> None:
+    """Lexical search's own flag judged a chunk by the lexical list alone: a note it found
+    weakly and the model strongly stayed out of the context, below weaker ones shown."""
+    lexical = [
+        flagged("practice.md#0", 0.98, "lexical", True),
+        flagged("lesson.md#0", 0.05, "lexical", False),
+        flagged("weak.md#0", 0.02, "lexical", False),
+    ]
+    semantic = [doc("lesson.md#0", 0.9, "semantic"), doc("practice.md#0", 0.8, "semantic")]
+    fused = fuse(lexical, semantic, limit=10, method=method, context_share=0.1)
+    shown = {d.id: d.metadata["includeInContext"] for d in fused}
+    # The original's blend keeps a collision's lexical score, and with it the verdict.
+    assert shown["lesson.md#0"] is (method != "blend")
+    best = fused[0].metadata["score"]
+    for d in fused:
+        assert d.metadata["includeInContext"] == (d.metadata["score"] >= 0.1 * best)
+        assert d.metadata["explanation"]["finalScore"] == d.metadata["score"]
+    assert lexical[1].metadata["includeInContext"] is False  # inputs unchanged
+    assert lexical[1].metadata["explanation"]["finalScore"] == 0.05
+
+
+def test_a_context_share_of_0_shows_the_whole_fused_list() -> None:
+    lexical = [flagged("a.md#0", 0.98, "lexical", True), flagged("b.md#0", 0.02, "lexical", False)]
+    fused = fuse(lexical, [], limit=10, context_share=0.0)
+    assert [d.metadata["includeInContext"] for d in fused] == [True, True]
+    fused = fuse(lexical, [], limit=10)
+    assert [d.metadata["includeInContext"] for d in fused] == [True, False]

@@ -47,14 +47,15 @@ def asked_first(
         limit: how many to return.
 
     Returns:
-        `asked` cut to `limit`, then as many of `others` as there is room for, each
-        scaled by one factor so that the best of them scores just under the weakest
-        asked-for document: the order holds for anyone who sorts by score, and the
-        others keep their relative scores. Their score before that stays in
+        `asked` cut to `limit`, each `includeInContext` (what the query asks for is
+        shown, however weakly its words match), then as many of `others` as there is
+        room for, each scaled by one factor so that the best of them scores just under
+        the weakest asked-for document: the order holds for anyone who sorts by score,
+        and the others keep their relative scores. Their score before that stays in
         `explanation["fusion"]["fusedScore"]`. When the weakest asked-for document
         scores 0, so do the others, and only the list's order tells them apart.
     """
-    kept = list(asked[:limit])
+    kept = [_shown(doc) for doc in asked[:limit]]
     added = list(others[: max(limit - len(kept), 0)])
     if not added or not kept:
         return kept + added
@@ -137,6 +138,13 @@ def named_first(docs: Sequence[Document], named: Collection[str]) -> list[Docume
     if not 0 < lead < best:
         return found
     return [_scaled(doc, best / lead) for doc in found]
+
+
+def _shown(doc: Document) -> Document:
+    if doc.metadata.get("includeInContext") is not False:
+        return doc
+    metadata = {**doc.metadata, "includeInContext": True}
+    return Document(page_content=doc.page_content, metadata=metadata, id=doc.id)
 
 
 def _scaled(doc: Document, factor: float) -> Document:

@@ -137,8 +137,9 @@ class HybridStages:
         reranker: a LangChain document compressor that re-sorts the top results.
         rerank_top_n: results the reranker re-sorts.
         rerank_timeout_s: time the reranker has before the order is kept.
-        diverse_notes: every note's best chunk before any note's second (as lexical
-            results), so one long note cannot fill the list.
+        diverse_notes: a list cut to `top_n` keeps every note's best chunk before any
+            note's second (as lexical results), so one long note cannot fill it; what
+            is kept stays in score order.
     """
 
     graph: GraphExpansion | None = field(default_factory=GraphExpansion)

@@ -38,7 +38,13 @@ from typing import Any, Literal
 
 from langchain_core.documents import Document
 
-from langchain_vaultsearch.documents import document_score, lexical_matches, result_order
+from langchain_vaultsearch.documents import (
+    CONTEXT_SHARE,
+    document_score,
+    lexical_matches,
+    rescored,
+    result_order,
+)
 from langchain_vaultsearch.fusion.typos import covers
 from langchain_vaultsearch.text.tokenize import contains_cjk, tokenize_mixed
 
@@ -101,6 +107,7 @@ def fuse(
     term_weights: Mapping[str, float] | None = None,
     depth: int | None = None,
     note_scores: bool = False,
+    context_share: float = CONTEXT_SHARE,
 ) -> list[Document]:
     """Fuse two ranked lists into one.
 
@@ -120,10 +127,13 @@ def fuse(
             None normalises over the whole list.
         note_scores: `calibrated` only: a chunk one side did not return takes its
             note's best score on that side (False: 0).
+        context_share: the share of the best fused score a document needs to be
+            `includeInContext` (the lexical retriever's `min_similarity_score`).
 
     Returns:
-        New documents (inputs are not modified) with the fused score in `score` and
-        `rerank_score`, each side's contribution under `explanation["fusion"]`; where
+        New documents (inputs are not modified) with the fused score in `score`,
+        `rerank_score` and `explanation["finalScore"]`, each side's contribution under
+        `explanation["fusion"]`, and `includeInContext` read from the fused score; where
         both sides found a chunk, the lexical document is kept.
     """
     if method not in FUSION_METHODS:
@@ -147,7 +157,7 @@ def fuse(
         by_note = note_scores and method == "calibrated"
         fused = _weighted_sum(lexical, semantic, side_scores, weights, method, by_note=by_note)
     fused.sort(key=_in_side_order(lexical, semantic))
-    return fused[:limit]
+    return _flagged_for_context(fused[:limit], context_share)
 
 
 def _in_side_order(
@@ -265,16 +275,26 @@ def _unique(docs: Sequence[Document]) -> list[Document]:
 
 
 def _scored(doc: Document, score: float, fusion: dict[str, Any]) -> Document:
-    metadata = dict(doc.metadata)
-    score = min(1.0, max(0.0, score))
-    metadata["score"] = score
-    metadata["rerank_score"] = score
-    explanation = metadata.get("explanation")
-    metadata["explanation"] = {
-        **(explanation if isinstance(explanation, dict) else {}),
-        "fusion": fusion,
-    }
-    return Document(page_content=doc.page_content, metadata=metadata, id=doc.id)
+    explanation = doc.metadata.get("explanation")
+    return rescored(
+        doc,
+        min(1.0, max(0.0, score)),
+        explanation={**(explanation if isinstance(explanation, dict) else {}), "fusion": fusion},
+    )
+
+
+def _flagged_for_context(fused: list[Document], share: float) -> list[Document]:
+    """The fused list, each document `includeInContext` as far as its fused score goes.
+
+    A side's flag says how its own list saw a result: a chunk lexical search found weakly
+    and the model strongly kept the lexical flag, so the context left out the merged
+    list's second and third results and showed weaker ones below them. The documents are
+    `_scored`'s fresh copies, so setting the flag changes no caller's document.
+    """
+    best = document_score(fused[0].metadata) if fused else 0.0
+    for doc in fused:
+        doc.metadata["includeInContext"] = document_score(doc.metadata) >= share * best
+    return fused
 
 
 def _blend(

@@ -87,8 +87,8 @@ class RetrieverFactory(VaultRetriever):
     fusion: FusionMethod = "calibrated"
     """Fusion of merged search."""
     diverse_notes: bool = True
-    """Merged and hybrid lists take every note's best chunk before any note's second, as
-    lexical lists do (False: chunks by score alone)."""
+    """Merged and hybrid lists cut to k keep every note's best chunk before any note's
+    second, as lexical lists do, in score order (False: cut by score alone)."""
     mode: FactoryMode = "auto"
     """`hybrid` adds seed 002's stages after fusion: graph neighbours, recency, a reranker."""
     graph: bool = True

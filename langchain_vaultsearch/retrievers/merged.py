@@ -96,8 +96,9 @@ class MergedSemanticRetriever(VaultRetriever):
     rrf_k: int = Field(default=60, ge=1)
     """`rrf`: the rank constant."""
     diverse_notes: bool = True
-    """Every note's best chunk before any note's second, as lexical results: without it
-    one long note's chunks can fill the list (set False to rank chunks by score alone)."""
+    """A list cut to k keeps every note's best chunk before any note's second, as lexical
+    results do: without it one long note's chunks can fill the list (False: cut by score
+    alone). What is kept stays in score order."""
     min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Cosine similarity a semantic chunk needs."""
     concept_terms: int = Field(default=0, ge=0, le=10)
@@ -255,6 +256,7 @@ class MergedSemanticRetriever(VaultRetriever):
             query_terms=terms,
             term_weights=rarity,
             depth=limit,
+            context_share=self._lexical().min_similarity_score,
         )
         vault = self.semantic_index.vault
 
