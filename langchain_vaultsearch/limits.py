@@ -8,6 +8,8 @@ whichever door it came through. The numbers are the seed's.
 from __future__ import annotations
 
 import re
+import reprlib
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field
@@ -40,6 +42,27 @@ def result_limit(value: object, name: str = "k") -> int:
         msg = f"{name} must be between {low} and {high}, got {value}"
         raise ValueError(msg)
     return value
+
+
+def checked_terms(value: object, name: str = "salient_terms") -> tuple[str, ...] | None:
+    """Salient terms as a caller gave them, checked the one way every front checks them.
+
+    A string is refused rather than read letter by letter: `"#project/alpha"` given as one
+    term searched for `#`, `p`, `r`, ... and lost the tag filter it named.
+
+    Raises:
+        ValueError: not a list (or tuple) of strings; None is no terms.
+    """
+    if value is None:
+        return None
+    if (
+        isinstance(value, str)
+        or not isinstance(value, Sequence)
+        or not all(isinstance(term, str) for term in value)
+    ):
+        msg = f"{name} must be a list of strings, got {reprlib.repr(value)}"
+        raise ValueError(msg)
+    return tuple(value)
 
 
 _FULL_WIDTH_MENTION = re.compile("\u3010\u3010(.+?)\u3011\u3011")

@@ -36,7 +36,7 @@ from langchain_core.runnables import (
 
 from langchain_vaultsearch.context.builder import ContextOptions
 from langchain_vaultsearch.filters import FilterRetriever
-from langchain_vaultsearch.limits import DEFAULT_K, result_limit
+from langchain_vaultsearch.limits import DEFAULT_K, checked_terms, result_limit
 from langchain_vaultsearch.local_search import (
     LocalSearchResult,
     SearchRetrievers,
@@ -272,12 +272,4 @@ def _read_inputs(
         msg = f"time_range must be a TimeRange or an expression, got {given!r}"
         raise ValueError(msg)
     time_range = given or None
-    salient_terms = inputs.get("salient_terms")
-    if salient_terms is not None and (
-        isinstance(salient_terms, str)
-        or not isinstance(salient_terms, Sequence)
-        or not all(isinstance(term, str) for term in salient_terms)
-    ):
-        msg = f"salient_terms must be a list of strings, got {salient_terms!r}"
-        raise ValueError(msg)
-    return question, time_range, salient_terms
+    return question, time_range, checked_terms(inputs.get("salient_terms"))

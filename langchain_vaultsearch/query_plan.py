@@ -42,7 +42,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from langchain_vaultsearch.limits import DEFAULT_K, RETURN_ALL_LIMIT, clamp_query, result_limit
+from langchain_vaultsearch.limits import (
+    DEFAULT_K,
+    RETURN_ALL_LIMIT,
+    checked_terms,
+    clamp_query,
+    result_limit,
+)
 from langchain_vaultsearch.time_ranges import TimeRange, find_time_expression, resolve_time_range
 from langchain_vaultsearch.vault.markdown import extract_tags_from_query, tag_hierarchy
 from langchain_vaultsearch.vault.markdown_syntax import (
@@ -153,10 +159,12 @@ def plan_query(
 
     Raises:
         ValueError: a query that is not a string, a `k` out of range, an unknown mode,
-            or a `time_range` expression that cannot be read.
+            a `time_range` expression that cannot be read, or salient terms that are
+            not a list of strings.
     """
     text = clamp_query(query)
     result_limit(k)
+    salient_terms = checked_terms(salient_terms)
     if mode not in SEARCH_MODES:
         msg = f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}"
         raise ValueError(msg)

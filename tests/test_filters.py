@@ -482,6 +482,12 @@ def test_bad_limits_are_rejected(vault_dir: Path, limit: int) -> None:
         retriever.find("#ops", limit=limit)
 
 
+def test_a_string_of_salient_terms_is_refused_not_read_letter_by_letter(vault_dir: Path) -> None:
+    retriever = FilterRetriever(vault_path=str(vault_dir))
+    with pytest.raises(ValueError, match="salient_terms must be a list of strings"):
+        retriever.find("what did I decide?", salient_terms="#project")
+
+
 def test_vault_is_required_and_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="needs vault_path or vault"):
         FilterRetriever()

@@ -512,6 +512,8 @@ def test_given_retrievers_lend_their_vault(small_vault: Path) -> None:
         ({"k": 101}, "k must be between 1 and 100, got 101"),
         ({"k": True}, "k must be an integer"),
         ({"time_range": "someday"}, "Unable to parse time expression: 'someday'"),
+        ({"salient_terms": "#team"}, "salient_terms must be a list of strings, got '#team'"),
+        ({"salient_terms": [1]}, "salient_terms must be a list of strings"),
     ],
 )
 def test_bad_arguments_are_clear_errors(

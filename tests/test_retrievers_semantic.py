@@ -205,6 +205,33 @@ def test_k_is_checked(index: VaultIndex) -> None:
         VaultSemanticRetriever(index=index, k=101)
 
 
+@pytest.mark.parametrize("terms", ["#project/alpha", [1, 2], {"#project/alpha": 1}])
+def test_salient_terms_that_are_not_a_list_of_strings_are_refused_by_every_retriever(
+    index: VaultIndex, terms: object
+) -> None:
+    """A string was read letter by letter: "#project/alpha" searched for "p", "r", ...
+    and lost its tag, and a list of numbers failed deep in the tokenizer."""
+    retrievers: list[BaseRetriever] = [
+        TieredLexicalRetriever(vault=index.vault),
+        MergedSemanticRetriever(semantic_index=index),
+        RetrieverFactory(semantic_index=index),
+    ]
+    for retriever in retrievers:
+        with pytest.raises(ValueError, match="salient_terms must be a list of strings"):
+            retriever.invoke("what did I decide?", salient_terms=terms)
+    assert RetrieverFactory(semantic_index=index).invoke(
+        "what did I decide?", salient_terms=("#project/alpha",)
+    )
+
+
+@pytest.mark.parametrize("k", [0, 101, "5"])
+def test_the_factory_refuses_a_k_out_of_range_per_call_as_the_others_do(
+    index: VaultIndex, k: object
+) -> None:
+    with pytest.raises(ValueError, match="k must be"):
+        RetrieverFactory(semantic_index=index).invoke("oauth", k=k)
+
+
 # ---------------------------------------------------------------- merged
 
 

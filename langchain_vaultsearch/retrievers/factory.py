@@ -31,7 +31,7 @@ from langchain_vaultsearch.fusion.hybrid import (
     top_k_for,
 )
 from langchain_vaultsearch.fusion.scores import FusionMethod
-from langchain_vaultsearch.limits import MAX_RESULTS_RANGE, result_count_field
+from langchain_vaultsearch.limits import MAX_RESULTS_RANGE, result_count_field, result_limit
 from langchain_vaultsearch.query_plan import Available, QueryPlan, Route, plan_query
 from langchain_vaultsearch.retrievers.lexical import TieredLexicalRetriever
 from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
@@ -185,7 +185,7 @@ class RetrieverFactory(VaultRetriever):
         self, query: str, *, k: int | None = None, salient_terms: Sequence[str] | None = None
     ) -> QueryPlan:
         """The query's plan over what this factory can search with, without running it."""
-        wanted = self.k if k is None else min(k, MAX_RESULTS_RANGE[1])
+        wanted = self.k if k is None else result_limit(k)
         return plan_query(query, k=wanted, available=self.available, salient_terms=salient_terms)
 
     def model_words(self, query: str, salient_terms: Sequence[str] | None = None) -> str | None:
@@ -216,10 +216,10 @@ class RetrieverFactory(VaultRetriever):
 
     def _route(self, query: str, k: int | None, salient_terms: Sequence[str] | None) -> _Routed:
         """The retriever a query runs and its arguments, decided by the query's plan."""
+        wanted = self.k if k is None else result_limit(k)
         kind = self.choose(query, salient_terms)
         with self._lock:
             self._last_type = kind
-        wanted = self.k if k is None else k
         if kind == "self-host" and self.self_host_retriever is not None:
             return _Routed(self.self_host_retriever, {}, wanted, None, names_first=False)
         if kind in ("hybrid", "merged") and self._merged is not None:

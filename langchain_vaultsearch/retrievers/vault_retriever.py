@@ -20,7 +20,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_vaultsearch.limits import clamp_query
+from langchain_vaultsearch.limits import checked_terms, clamp_query
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class VaultRetriever(BaseRetriever):
         k: int | None = None,
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
-        call = SearchCall(k, salient_terms, {"callbacks": run_manager.get_child()})
+        call = SearchCall(k, checked_terms(salient_terms), {"callbacks": run_manager.get_child()})
         return self._search(clamp_query(query), call)
 
     async def _aget_relevant_documents(
@@ -60,7 +60,7 @@ class VaultRetriever(BaseRetriever):
         k: int | None = None,
         salient_terms: Sequence[str] | None = None,
     ) -> list[Document]:
-        call = SearchCall(k, salient_terms, {"callbacks": run_manager.get_child()})
+        call = SearchCall(k, checked_terms(salient_terms), {"callbacks": run_manager.get_child()})
         return await self._asearch(clamp_query(query), call)
 
     def _search(self, query: str, call: SearchCall) -> list[Document]:
