@@ -500,6 +500,12 @@ def test_cut_escaped_backs_off_a_partial_entity() -> None:
         ("![2](img.png) and [3](url) and [4][ref]", "![2](img.png) and [3](url) and [4][ref]"),
         ("[5]: https://example.com", "[5]: https://example.com"),
         ("Named [^note] footnotes stay.", "Named [^note] footnotes stay."),
+        # Values, data and years outside backticks are not citations either.
+        ("list = [1, 2] and print([1])", "list = [1, 2] and print([1])"),
+        ('JSON: {"a": [1]} and [[1], [2]]', 'JSON: {"a": [1]} and [[1], [2]]'),
+        ("Released in [2024] Q1.\n[1, 2, 3]\n", "Released in [2024] Q1.\n[1, 2, 3]\n"),
+        ('A claim.[2] "A quote"[3] (Smith) [4] [5], more', 'A claim. "A quote" (Smith), more'),
+        ("[1] Smith, J. (2020)\n  [2] Doe, A.", "Smith, J. (2020)\nDoe, A."),
         ("", ""),
         (None, ""),
     ],

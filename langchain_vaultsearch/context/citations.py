@@ -8,8 +8,9 @@ to cite.
 
 Two quirks of the original are not kept: its footnote-definition rule ran after the
 reference rule, so `[^1]: Source` left a stray `: Source` line behind (here the whole
-definition goes), and its `[n]` rule ate wikilinks like `[[12]]` and code like `arr[0]`
-(here wikilinks, links, indexing and code are left alone).
+definition goes), and its `[n]` rule ate wikilinks like `[[12]]`, code like `arr[0]` or
+`x = [1, 2]` and years like `[2024]` (here wikilinks, links, indexing, values and code are
+left alone).
 """
 
 from __future__ import annotations
@@ -23,10 +24,21 @@ _FOOTNOTE_DEFINITION = re.compile(
 )
 # `claim [^2]`: the marker and the space before it.
 _FOOTNOTE_REFERENCE = re.compile(r"[ \t]*\[\^\d+\]")
-# `[1]`, `[2, 3]` standing alone. Not `[[12]]` (wikilink), `arr[0]` or `f(x)[1]`
-# (indexing), `![3](img.png)` or `[4](url)` (links), `[5][ref]` or `[6]: url` (reference
-# links).
-_NUMERIC_CITATION = re.compile(r"[ \t]*(?<![\w\[\])!])\[\d+(?:[ \t]*,[ \t]*\d+)*\](?![(\[:])")
+# `[1]`, `[2, 3]`: up to three digits each (`[2024]` is a year), the spaces before them
+# included. Not `[[12]]` (wikilink), `![3](img.png)` or `[4](url)` (links), `[5][ref]` or
+# `[6]: url` (reference links), `[[1], [2]]` or `{"a": [1]}` (data); what comes before is
+# checked by `_cites`.
+_NUMERIC_CITATION = re.compile(r"[ \t]*\[\d{1,3}(?:[ \t]*,[ \t]*\d{1,3})*\](?![(\[:\]}])")
+# A reference list's `[1] Smith, J.`: the marker opens a line of text. A line that is only
+# `[1, 2]` is data.
+_LISTED_REFERENCE = re.compile(r"^[ \t]*\[\d{1,3}\][ \t]+(?=\S)", re.MULTILINE)
+# Right before a marker: what a citation follows (`claim.[2]`, `"quote"[3]`). A word or a
+# `)` right before it is indexing (`arr[0]`, `f(x)[1]`).
+_CITED_TOUCHING = frozenset(".;!?\"'\u2019\u201d*_")
+# Before a marker and a space: what a citation follows (`shows [1]`, `(Smith) [2]`,
+# `[1] [2]`); after `=`, `(`, `,` or `:` it is a value (`x = [1, 2]`, `print([1])`,
+# `{"a": [1]}`).
+_CITED_SPACED = _CITED_TOUCHING | frozenset(")]")
 # Fenced code blocks (an unclosed fence runs to the end) and inline code spans.
 _CODE = re.compile(
     r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}(?P=fence)[`~]*[ \t]*$|\Z)"
@@ -59,8 +71,20 @@ def sanitize_for_citations(text: str | None) -> str:
 
 def _sanitize_prose(text: str) -> str:
     text = _FOOTNOTE_DEFINITION.sub("", text)
-    text = _FOOTNOTE_REFERENCE.sub("", text)
-    return _NUMERIC_CITATION.sub("", text)
+    text = _LISTED_REFERENCE.sub("", _FOOTNOTE_REFERENCE.sub("", text))
+
+    def drop(match: re.Match[str]) -> str:
+        return "" if _cites(text, match) else match.group(0)
+
+    return _NUMERIC_CITATION.sub(drop, text)
+
+
+def _cites(text: str, match: re.Match[str]) -> bool:
+    """Whether a bracketed number is a reference marker, from what stands before it."""
+    before = text[match.start() - 1] if match.start() > 0 else "\n"
+    if match.group(0)[0] == "[":
+        return before in _CITED_TOUCHING
+    return before.isalnum() or before in _CITED_SPACED
 
 
 _CITATION_RULES = "\n".join(
