@@ -307,3 +307,52 @@ def test_a_search_after_many_new_notes_ends_cleanly_and_keeps_what_it_embedded(
         assert len(check.unindexed) == 14  # left to the next command
     finally:
         index.close()
+
+
+_ONE_SEARCH = (
+    "import sys\n"
+    "from langchain_vaultsearch import RetrieverFactory, VaultIndex\n"
+    "index = VaultIndex(vault_path=sys.argv[1], embeddings=sys.argv[2])\n"
+    "factory = RetrieverFactory(semantic_index=index, k=3, semantic_timeout=float(sys.argv[3]))\n"
+    "docs = factory.invoke('striped zebra')\n"
+    "print(len(docs), sorted({doc.metadata['source'] for doc in docs}))\n"
+)
+"""A script that searches a vault once and ends, as a notebook cell or a cron job would."""
+
+
+@pytest.mark.parametrize(
+    ("notes", "timeout"),
+    [
+        # 8 new notes are embedded by the query itself, past its deadline of 1 ms.
+        (8, 0.001),
+        # 60 are left to a background catch-up.
+        (60, 30.0),
+    ],
+    ids=["semantic-past-its-deadline", "background-catch-up"],
+)
+def test_a_script_that_searches_once_exits_cleanly_while_the_model_still_works(
+    tmp_path: Path, minilm_spec: str, notes: int, timeout: float
+) -> None:
+    """The lexical results come back, and the process then exits, keeping what it wrote.
+
+    The model's work went on in a daemon thread, still inside the model when the
+    interpreter finalized: `terminate called without an active exception`, status 134,
+    after the script had printed its results.
+    """
+    vault = _zoo(tmp_path / "vault", notes)
+    run = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", _ONE_SEARCH, str(vault), minilm_spec, str(timeout)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert "terminate called" not in run.stderr
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "3 ['lexical']"
+    index = VaultIndex(vault_path=vault)
+    try:
+        check = index.verify()
+        assert (check.missing, check.orphans, check.pending) == ([], [], [])  # none half-written
+    finally:
+        index.close()

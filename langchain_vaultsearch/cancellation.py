@@ -11,8 +11,11 @@ waiting for altogether (a deadline) runs in `in_daemon_thread`.
 
 from __future__ import annotations
 
+import atexit
 import contextvars
+import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextvars import ContextVar
@@ -24,6 +27,15 @@ _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 _flag: ContextVar[threading.Event | None] = ContextVar("vaultsearch_cancelled", default=None)
+
+logger = logging.getLogger(__name__)
+
+EXIT_WAIT_S = 10.0
+"""Seconds an ending process waits, in all, for the calls its callers stopped waiting for:
+a model's batch or first load ends well within it, a model or server that hangs does not
+hold the exit much longer."""
+_running: set[threading.Thread] = set()
+_running_lock = threading.Lock()
 
 
 class SearchCancelled(Exception):  # noqa: N818 - it names what happened, as `TimeoutError` does
@@ -68,9 +80,10 @@ def in_daemon_thread(
 
     For a call its caller may stop waiting for (a deadline): an executor would not do, as
     its threads are joined at interpreter exit, so a model or store that never answers
-    would keep the process from exiting. The copy carries the caller's cancellation flag
-    and LangChain callbacks, so tracing still nests under the caller's run. `then` runs
-    after the call, however it ended.
+    would keep the process from exiting. An ending process still waits for such calls,
+    up to `EXIT_WAIT_S` (`_wait_at_exit`). The copy carries the caller's cancellation
+    flag and LangChain callbacks, so tracing still nests under the caller's run. `then`
+    runs after the call, however it ended.
     """
     future: Future[_T] = Future()
     future.set_running_or_notify_cancel()  # running: a caller's cancel cannot orphan it
@@ -84,8 +97,38 @@ def in_daemon_thread(
         else:
             future.set_result(result)
         finally:
-            if then is not None:
-                then()
+            try:
+                if then is not None:
+                    then()
+            finally:
+                with _running_lock:
+                    _running.discard(threading.current_thread())
 
-    threading.Thread(target=work, name=name, daemon=True).start()
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    with _running_lock:
+        _running.add(thread)
+    thread.start()
     return future
+
+
+@atexit.register
+def _wait_at_exit() -> None:
+    """Let the calls still running end before the interpreter does, for a while.
+
+    A daemon thread still inside a model or a store's native code when the interpreter
+    finalizes aborts the process ("terminate called without an active exception", exit
+    134): a one-shot script whose semantic side passed its deadline ended that way after
+    printing its lexical results.
+    """
+    with _running_lock:
+        running = list(_running)
+    deadline = time.monotonic() + EXIT_WAIT_S
+    for thread in running:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [thread.name for thread in running if thread.is_alive()]
+    if left:
+        logger.warning(
+            "Exiting while %d call(s) past their deadline still run (%s); the process may abort",
+            len(left),
+            ", ".join(left),
+        )

@@ -182,3 +182,59 @@ def test_a_local_models_identity_is_its_files_not_its_folder(tmp_path: Path) -> 
         "huggingface:sentence-transformers/all-MiniLM-L6-v2"
     )
     assert model_identity("openai:text-embedding-3-small") == "openai:text-embedding-3-small"
+
+
+def test_a_model_load_embeddings_built_is_known_by_its_spec(tmp_path: Path) -> None:
+    """semantic.md's offline setup passes `load_embeddings(spec)` as `embeddings`: the index
+    it built was then refused when reopened without a model, or by the spec."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_vaultsearch import VaultIndex
+    from langchain_vaultsearch.semantic.embeddings import spec_of
+
+    model = load_embeddings("fake:16")
+    assert spec_of(model) == "fake:16"
+    assert spec_of(DeterministicFakeEmbedding(size=16)) is None  # built elsewhere: no spec
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Zebra.md").write_text("# Zebra\n\nA striped zebra.\n", encoding="utf-8")
+    folder = tmp_path / "index"
+    built = VaultIndex(vault_path=vault, embeddings=model, persist_directory=folder)
+    try:
+        built.refresh()
+    finally:
+        built.close()
+    for embeddings in (None, "fake:16", load_embeddings("fake:16")):
+        reopened = VaultIndex(vault_path=vault, embeddings=embeddings, persist_directory=folder)
+        try:
+            assert reopened.model_id == "fake:16"
+            assert reopened.verify().ok
+        finally:
+            reopened.close()
+
+
+def test_an_index_built_from_a_model_before_it_was_known_by_its_spec_still_opens(
+    tmp_path: Path,
+) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_vaultsearch import VaultIndex
+    from langchain_vaultsearch.semantic.store_setup import embeddings_id
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Zebra.md").write_text("# Zebra\n\nA striped zebra.\n", encoding="utf-8")
+    folder = tmp_path / "index"
+    unnamed = DeterministicFakeEmbedding(size=16)  # recorded by its class, as before
+    built = VaultIndex(vault_path=vault, embeddings=unnamed, persist_directory=folder)
+    try:
+        built.refresh()
+    finally:
+        built.close()
+    reopened = VaultIndex(
+        vault_path=vault, embeddings=load_embeddings("fake:16"), persist_directory=folder
+    )
+    try:
+        assert reopened.model_id == embeddings_id(unnamed)
+    finally:
+        reopened.close()

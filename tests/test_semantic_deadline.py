@@ -144,7 +144,9 @@ def test_the_call_runs_in_the_callers_context_and_its_errors_reach_the_caller() 
 def test_a_stuck_call_does_not_hold_the_process_at_exit() -> None:
     script = (
         "import time\n"
+        "from langchain_vaultsearch import cancellation\n"
         "from langchain_vaultsearch.semantic.deadline import call_within\n"
+        "cancellation.EXIT_WAIT_S = 0.5\n"
         "try:\n"
         "    call_within(0.2, lambda: time.sleep(120))\n"
         "except Exception as exc:\n"
@@ -156,7 +158,35 @@ def test_a_stuck_call_does_not_hold_the_process_at_exit() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "SemanticIndexTimeout"
+    assert "Exiting while 1 call(s) past their deadline still run" in done.stderr
     assert time.monotonic() - start < 30
+
+
+def test_a_call_past_its_deadline_is_let_finish_before_the_process_exits(tmp_path: Path) -> None:
+    """Killed at exit inside a model's native code, such a call aborted the process (134)."""
+    finished = tmp_path / "finished"
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from langchain_vaultsearch.semantic.deadline import call_within\n"
+        "def work():\n"
+        "    time.sleep(1.0)\n"
+        "    Path(sys.argv[1]).write_text('yes')\n"
+        "try:\n"
+        "    call_within(0.05, work)\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__)\n"
+    )
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", script, str(finished)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "SemanticIndexTimeout"
+    assert finished.read_text() == "yes"
 
 
 @pytest.fixture

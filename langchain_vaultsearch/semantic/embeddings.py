@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,10 @@ MAX_FAKE_SIZE = 8192
 records (which anyone who can write a note can write) must not allocate gigabytes."""
 _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 _TRUE = ("1", "ON", "YES", "TRUE")
+
+
+_LOADED: dict[int, tuple[weakref.ref[Embeddings], str]] = {}
+"""The spec each live model `load_embeddings` built was loaded from, by object id."""
 
 
 class MissingExtraError(ImportError):
@@ -107,7 +112,8 @@ def load_embeddings(spec: str, **kwargs: Any) -> Embeddings:  # noqa: ANN401
             `OpenAIEmbeddings`); `encode_kwargs` is merged with the normalisation.
 
     Returns:
-        The model, ready to embed.
+        The model, ready to embed. Built without `kwargs`, it is known by its spec
+        (`spec_of`), so an index it builds records the spec and reopens without a model.
 
     Raises:
         ValueError: the spec has no known provider, no model, or a size out of range.
@@ -115,6 +121,25 @@ def load_embeddings(spec: str, **kwargs: Any) -> Embeddings:  # noqa: ANN401
         SemanticIndexUnavailable: the model cannot be loaded (not downloaded while offline,
             no such folder, no API key); the one-line message says what to do.
     """
+    model = _load(spec, **kwargs)
+    if not kwargs:  # options may change what the model gives: then the spec alone does not
+        key = id(model)
+        _LOADED[key] = (weakref.ref(model, lambda _gone: _LOADED.pop(key, None)), spec)
+    return model
+
+
+def spec_of(model: Embeddings) -> str | None:
+    """The spec `load_embeddings` built a model from (without options), else None.
+
+    An index given such a model names it as it would the spec: built from
+    `load_embeddings(spec)`, an index was refused when reopened by the spec (or with no
+    model), and one built from the spec refused the object.
+    """
+    found = _LOADED.get(id(model))
+    return found[1] if found is not None and found[0]() is model else None
+
+
+def _load(spec: str, **kwargs: Any) -> Embeddings:  # noqa: ANN401
     provider, model = check_spec(spec)
     if provider == "fake":
         return DeterministicFakeEmbedding(size=int(model))

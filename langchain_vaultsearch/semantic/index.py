@@ -32,11 +32,13 @@ both sides and fusion can dedupe on it. What it adds is what embedding costs dem
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +56,7 @@ from langchain_vaultsearch.semantic.embeddings import (
     load_embeddings,
     model_identity,
     require_extra,
+    spec_of,
 )
 from langchain_vaultsearch.semantic.errors import SemanticIndexUnavailable, cause
 from langchain_vaultsearch.semantic.lock import (
@@ -109,6 +112,8 @@ READERS_WAIT_S = 10.0
 CLOSE_WAIT_S = 30.0
 """How long `close` waits for the batch a write is in (a local model: a few seconds)."""
 _CHUNK_CACHE_BYTES = 16 * 1024 * 1024
+_catching_up: weakref.WeakSet[VaultIndex] = weakref.WeakSet()
+"""Indexes that started a background catch-up: closed when the interpreter exits."""
 _READS_CJK = "reads_cjk"
 """The records' setting that says whether the model reads CJK (`yes` or `no`)."""
 _COLLECTION = "collection"
@@ -311,13 +316,19 @@ class VaultIndex:
             if isinstance(embeddings, str):
                 self._spec: str | None = embeddings
                 model = functools.partial(load_embeddings, embeddings)
-                self.model_id = embedding_id or model_identity(embeddings)
-                if not embedding_id and stored == embeddings:
-                    # Built before identities were the model's own: its id was the spec.
-                    self.model_id = stored
             else:
-                self._spec, model = None, embeddings
-                self.model_id = embedding_id or embeddings_id(embeddings)
+                self._spec, model = spec_of(embeddings), embeddings
+            object_id = "" if isinstance(embeddings, str) else embeddings_id(embeddings)
+            if embedding_id:
+                self.model_id = embedding_id
+            elif self._spec is None:
+                self.model_id = object_id
+            elif stored is not None and stored in (self._spec, object_id):
+                # Built before identities were the model's own (its id was the spec), or
+                # from this object before `load_embeddings` named its spec.
+                self.model_id = stored
+            else:
+                self.model_id = model_identity(self._spec)
             if not rebuild and stored is not None and stored != self.model_id:
                 msg = (
                     f"This vector index was built with {stored!r}, not {self.model_id!r}; "
@@ -558,6 +569,7 @@ class VaultIndex:
                     logger.debug("Background embedding failed", exc_info=exc)
 
         self._background = threading.Thread(target=run, name="vaultsearch-embed", daemon=True)
+        _catching_up.add(self)
         self._background.start()
         return RefreshReport(background=True)
 
@@ -743,6 +755,18 @@ class VaultIndex:
                 self._clients.close()
         finally:
             self._write_lock.release()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """Close the indexes a catch-up may still be writing: it stops after its batch.
+
+    A script that searched a vault once and ended left the catch-up's thread inside the
+    model as the interpreter finalized: "terminate called without an active exception",
+    exit 134, and a batch half-written.
+    """
+    for index in list(_catching_up):
+        index.close()
 
 
 def _identity(path: Path) -> tuple[int, int]:
