@@ -45,7 +45,7 @@ from langchain_vaultsearch.time_ranges import TimeRange
 from langchain_vaultsearch.vault.markdown import tag_hierarchy
 from langchain_vaultsearch.vault.note_info import NoteInfo
 from langchain_vaultsearch.vault.tag_catalog import TagCatalog
-from langchain_vaultsearch.vault.vault import Vault, open_vault
+from langchain_vaultsearch.vault.vault import Vault, VaultPathOption, open_vault
 
 __all__ = ["FilterResult", "FilterRetriever"]
 
@@ -153,9 +153,9 @@ class FilterRetriever(BaseModel):
     (epoch ms), `tags`, `isChunk` (False), `isFilterResult` (True), `matchType` (= source).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    vault_path: str | None = None
+    vault_path: VaultPathOption = None
     """Vault folder; `~` is expanded. Ignored when `vault` is given."""
     vault: Vault | None = Field(default=None, exclude=True, repr=False)
     """A `Vault` shared with other retrievers, so the vault is scanned once."""

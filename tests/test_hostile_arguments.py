@@ -5,11 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from langchain_vaultsearch import TieredLexicalRetriever, cli
+from langchain_vaultsearch import FilterRetriever, RetrieverFactory, TieredLexicalRetriever, cli
 from tests.conftest import SAMPLE_VAULT
 
 
@@ -46,3 +47,21 @@ def test_ctrl_c_ends_with_one_line_and_status_130(
     monkeypatch.setattr(cli, "_search", interrupted)
     assert cli.main(["search", "--vault", str(SAMPLE_VAULT), "oauth"]) == 130
     assert capsys.readouterr().err == "vaultsearch: interrupted\n"
+
+
+def test_a_vault_path_may_be_a_path_as_for_vault_and_vault_index() -> None:
+    for retriever in (
+        TieredLexicalRetriever(vault_path=SAMPLE_VAULT),
+        FilterRetriever(vault_path=SAMPLE_VAULT),
+        RetrieverFactory(vault_path=SAMPLE_VAULT),
+    ):
+        assert retriever.vault_path == str(SAMPLE_VAULT)
+    assert TieredLexicalRetriever(vault_path=SAMPLE_VAULT, k=3).invoke("oauth")
+
+
+def test_an_option_no_retriever_has_is_refused_not_ignored() -> None:
+    """`search_kwargs={"k": 3}`, LangChain's vector-store idiom, returned 30 documents."""
+    options: dict[str, Any] = {"vault_path": str(SAMPLE_VAULT), "search_kwargs": {"k": 3}}
+    for make in (TieredLexicalRetriever, FilterRetriever, RetrieverFactory):
+        with pytest.raises(ValidationError, match="search_kwargs"):
+            make(**options)

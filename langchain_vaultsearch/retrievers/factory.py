@@ -38,7 +38,7 @@ from langchain_vaultsearch.retrievers.merged import MergedSemanticRetriever
 from langchain_vaultsearch.retrievers.vault_retriever import SearchCall, VaultRetriever
 from langchain_vaultsearch.semantic.deadline import SEMANTIC_TIMEOUT_S
 from langchain_vaultsearch.semantic.index import VaultIndex
-from langchain_vaultsearch.vault.vault import Vault, open_vault
+from langchain_vaultsearch.vault.vault import Vault, VaultPathOption, open_vault
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +68,9 @@ class RetrieverFactory(VaultRetriever):
     query would run without running it.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    vault_path: str | None = None
+    vault_path: VaultPathOption = None
     """The vault folder (or pass `vault`, or a `semantic_index`)."""
     vault: Vault | None = Field(default=None, exclude=True, repr=False)
     """A `Vault` shared with other retrievers."""

@@ -65,7 +65,7 @@ class KeywordDocumentRetriever(BaseRetriever):
     changed; it is saved beside the chunks so the next process loads it.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     chunk_dir: str
     k: int | None = Field(

@@ -30,7 +30,7 @@ from langchain_vaultsearch.search.memory_budget import (
     MemoryBudget,
 )
 from langchain_vaultsearch.search.scoring import NormalizationMethod
-from langchain_vaultsearch.vault.vault import Vault, open_vault
+from langchain_vaultsearch.vault.vault import Vault, VaultPathOption, open_vault
 
 
 class TieredLexicalRetriever(VaultRetriever):
@@ -66,9 +66,9 @@ class TieredLexicalRetriever(VaultRetriever):
     `includeInContext`, `mtime`, `ctime`, `tags`, `isChunk`, `explanation`.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    vault_path: str | None = None
+    vault_path: VaultPathOption = None
     """Vault folder; `~` is expanded. Ignored when `vault` is given."""
     vault: Vault | None = Field(default=None, exclude=True, repr=False)
     """A `Vault` shared with other retrievers, so the vault is scanned once."""

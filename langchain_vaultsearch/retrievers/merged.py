@@ -40,6 +40,7 @@ from langchain_vaultsearch.semantic.deadline import SEMANTIC_TIMEOUT_S, acall_wi
 from langchain_vaultsearch.semantic.errors import SEMANTIC_SEARCH
 from langchain_vaultsearch.semantic.index import VaultIndex
 from langchain_vaultsearch.semantic.retriever import VaultSemanticRetriever, with_index_progress
+from langchain_vaultsearch.vault.vault import VaultPathOption
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +76,11 @@ class MergedSemanticRetriever(VaultRetriever):
     `explanation["fusion"]` each side's part.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     semantic_index: VaultIndex = Field(exclude=True, repr=False)
     """The vector index of the vault."""
-    vault_path: str | None = None
+    vault_path: VaultPathOption = None
     """The vault folder; must be the index's when given."""
     k: int = result_count_field()
     """Results per query."""
@@ -307,7 +308,7 @@ def _path(doc: Document) -> str:
     return str(doc.metadata.get("path", ""))
 
 
-def _resolved(path: str) -> Path:
+def _resolved(path: str | Path) -> Path:
     return Path(os.path.expanduser(path)).resolve()
 
 

@@ -62,7 +62,7 @@ class VaultSemanticRetriever(BaseRetriever):
     returns no vector matches rather than random ones.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     index: VaultIndex = Field(exclude=True, repr=False)
     """The vector index."""

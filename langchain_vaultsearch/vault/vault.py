@@ -23,6 +23,9 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Annotated
+
+from pydantic import BeforeValidator
 
 from langchain_vaultsearch.vault.folder_walk import FolderWalk
 from langchain_vaultsearch.vault.link_graph import LinkGraph
@@ -302,6 +305,15 @@ class Vault:
         Made again only after the records changed; a saved index keeps its rows.
         """
         return self._records.link_graph()
+
+
+def _path_as_text(value: object) -> object:
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+VaultPathOption = Annotated[str | Path | None, BeforeValidator(_path_as_text)]
+"""A retriever's `vault_path` option: a string or a `Path` (as `Vault` and `VaultIndex`
+take, and a pydantic `str` refused), kept as the string."""
 
 
 def open_vault(
