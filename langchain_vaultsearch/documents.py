@@ -19,10 +19,6 @@ from langchain_core.documents import Document
 from langchain_vaultsearch.text.chunking import Chunk, chunk_index_from_chunk_id
 from langchain_vaultsearch.vault.note_info import NoteInfo
 
-CONTEXT_SHARE = 0.1
-"""The share of a list's best score a result needs to be `includeInContext` by default
-(the original's 0.1)."""
-
 DocumentSource = Literal[
     "lexical",
     "semantic",

@@ -505,7 +505,23 @@ def test_cut_escaped_backs_off_a_partial_entity() -> None:
         ('JSON: {"a": [1]} and [[1], [2]]', 'JSON: {"a": [1]} and [[1], [2]]'),
         ("Released in [2024] Q1.\n[1, 2, 3]\n", "Released in [2024] Q1.\n[1, 2, 3]\n"),
         ('A claim.[2] "A quote"[3] (Smith) [4] [5], more', 'A claim. "A quote" (Smith), more'),
-        ("[1] Smith, J. (2020)\n  [2] Doe, A.", "Smith, J. (2020)\nDoe, A."),
+        ("[1] Smith, J. (2020)\n  [2] Doe, A.\n- [3] Roe", "Smith, J. (2020)\n  Doe, A.\n- Roe"),
+        (
+            "Probabilities lie in [0, 1] and $x \\in [1, 2]$.",
+            "Probabilities lie in [0, 1] and $x \\in [1, 2]$.",
+        ),
+        ("shows [1] [2], and <sup>[3]</sup>.[4][5]", "shows, and <sup></sup>."),
+        # Chinese notes cite after a character or a full-width mark, and list references
+        # with no space after the marker.
+        (
+            "首都。[1]下一句，[2]力量[1][2][3]。上限[6, 7]。效率[2],[3]。",
+            "首都。下一句，力量。上限。效率。",
+        ),
+        (
+            "[1]谢伯让.大脑简史[M]\n[2]: https://example.com",
+            "谢伯让.大脑简史[M]\n[2]: https://example.com",
+        ),
+        ("[Google][1] and f([1],[2]) and - [ ] task", "[Google][1] and f([1],[2]) and - [ ] task"),
         ("", ""),
         (None, ""),
     ],

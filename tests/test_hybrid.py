@@ -219,6 +219,20 @@ def _docs(paths: list[str]) -> list[Document]:
     ]
 
 
+def test_what_the_reranker_read_is_shown_to_the_model(vault_dir: Path) -> None:
+    """A search side's verdict hid the results the reranker moved up."""
+    vault = TieredLexicalRetriever(vault_path=str(vault_dir)).vault
+    assert vault is not None
+    fused = _docs(["a.md", "b.md", "c.md", "d.md"])
+    for doc in fused[1:]:
+        doc.metadata["includeInContext"] = False
+    stages = HybridStages(graph=None, recency=None, reranker=ReverseScorer(), rerank_top_n=3)
+    out = stages.apply(fused, "q", vault, top_n=4)
+    shown = {d.metadata["path"]: d.metadata.get("includeInContext") for d in out}
+    assert shown == {"c.md": True, "a.md": True, "b.md": True, "d.md": False}
+    assert fused[2].metadata["includeInContext"] is False  # inputs unchanged
+
+
 def test_the_reranker_reorders_the_top_and_failures_keep_the_fused_order(
     vault_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -18,33 +18,44 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from langchain_vaultsearch.text.tokenize import contains_cjk
+
 # A footnote definition and its indented continuation lines, with their line breaks.
 _FOOTNOTE_DEFINITION = re.compile(
     r"^[ \t]{0,3}\[\^\d+\]:.*(?:\r?\n(?:[ ]{4}|\t).*)*(?:\r?\n|\Z)", re.MULTILINE
 )
 # `claim [^2]`: the marker and the space before it.
 _FOOTNOTE_REFERENCE = re.compile(r"[ \t]*\[\^\d+\]")
-# `[1]`, `[2, 3]`: up to three digits each (`[2024]` is a year), the spaces before them
-# included. Not `[[12]]` (wikilink), `![3](img.png)` or `[4](url)` (links), `[5][ref]` or
-# `[6]: url` (reference links), `[[1], [2]]` or `{"a": [1]}` (data); what comes before is
-# checked by `_cites`.
-_NUMERIC_CITATION = re.compile(r"[ \t]*\[\d{1,3}(?:[ \t]*,[ \t]*\d{1,3})*\](?![(\[:\]}])")
-# A reference list's `[1] Smith, J.`: the marker opens a line of text. A line that is only
-# `[1, 2]` is data.
-_LISTED_REFERENCE = re.compile(r"^[ \t]*\[\d{1,3}\][ \t]+(?=\S)", re.MULTILINE)
-# Right before a marker: what a citation follows (`claim.[2]`, `"quote"[3]`). A word or a
-# `)` right before it is indexing (`arr[0]`, `f(x)[1]`).
-_CITED_TOUCHING = frozenset(".;!?\"'\u2019\u201d*_")
+# `[1]`, `[2, 3]`, `[1][2]`, `[2],[3]`: up to three digits each (`[2024]` is a year), the spaces
+# before them included. Not `[[12]]` (wikilink), `![3](img.png)` or `[4](url)` (links),
+# `[5][ref]` or `[6]: url` (reference links), `[[1], [2]]` or `{"a": [1]}` (data); what
+# comes before is checked by `_cites`.
+_MARKER = r"\[\d{1,3}(?:[ \t]*,[ \t]*\d{1,3})*\]"
+_NUMERIC_CITATION = re.compile(
+    rf"[ \t]*{_MARKER}(?:[ \t]*[,\uff0c\u3001]?[ \t]*{_MARKER})*(?![(\[:\]}}])"
+)
+# A reference list's `[1] Smith, J.`, `- [2] Doe` or `[3]谢伯让.大脑简史`: the marker opens
+# a line of text (kept: its indent and bullet). A line that is only `[1, 2]` is data.
+_LISTED_REFERENCE = re.compile(
+    r"^(?P<lead>[ \t]*(?:[-*+][ \t]+)?)\[\d{1,3}\][ \t]*(?=[^\s:(\[\]])", re.MULTILINE
+)
+# Right before a marker: what a citation follows (`claim.[2]`, `"quote"[3]`, `<sup>[4]`,
+# `首都。[1]`, or any CJK character: `力量[1]`). A Latin word or a `)` right before it is indexing
+# (`arr[0]`, `f(x)[1]`).
+_CITED_TOUCHING = frozenset(".;!?\"'\u2019\u201d*_>。，、；：！？）」』】》〉")
 # Before a marker and a space: what a citation follows (`shows [1]`, `(Smith) [2]`,
 # `[1] [2]`); after `=`, `(`, `,` or `:` it is a value (`x = [1, 2]`, `print([1])`,
 # `{"a": [1]}`).
 _CITED_SPACED = _CITED_TOUCHING | frozenset(")]")
-# Fenced code blocks (an unclosed fence runs to the end) and inline code spans.
+# Fenced code blocks (an unclosed fence runs to the end), inline code spans and math
+# (`$x \in [0, 1]$`, `$$...$$`).
 _CODE = re.compile(
     r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}(?P=fence)[`~]*[ \t]*$|\Z)"
-    r"|(?P<ticks>`+)(?:(?!(?P=ticks))[^\n])+?(?P=ticks)",
+    r"|(?P<ticks>`+)(?:(?!(?P=ticks))[^\n])+?(?P=ticks)"
+    r"|\$\$.+?\$\$|\$[^$\n]+\$",
     re.MULTILINE | re.DOTALL,
 )
+_NUMBER = re.compile(r"\d+")
 
 
 def sanitize_for_citations(text: str | None) -> str:
@@ -71,7 +82,7 @@ def sanitize_for_citations(text: str | None) -> str:
 
 def _sanitize_prose(text: str) -> str:
     text = _FOOTNOTE_DEFINITION.sub("", text)
-    text = _LISTED_REFERENCE.sub("", _FOOTNOTE_REFERENCE.sub("", text))
+    text = _LISTED_REFERENCE.sub(r"\g<lead>", _FOOTNOTE_REFERENCE.sub("", text))
 
     def drop(match: re.Match[str]) -> str:
         return "" if _cites(text, match) else match.group(0)
@@ -80,10 +91,15 @@ def _sanitize_prose(text: str) -> str:
 
 
 def _cites(text: str, match: re.Match[str]) -> bool:
-    """Whether a bracketed number is a reference marker, from what stands before it."""
+    """Whether bracketed numbers are reference markers, from what stands before them.
+
+    Markers count from 1: `[0, 1]` is a range.
+    """
+    if any(int(number) == 0 for number in _NUMBER.findall(match.group(0))):
+        return False
     before = text[match.start() - 1] if match.start() > 0 else "\n"
     if match.group(0)[0] == "[":
-        return before in _CITED_TOUCHING
+        return before in _CITED_TOUCHING or contains_cjk(before)
     return before.isalnum() or before in _CITED_SPACED
 
 

@@ -308,9 +308,15 @@ def _reranked(
         order = [head[0], *(doc for doc in order if doc.id != head[0].id)]
     reranked = []
     for position, original in enumerate(order):
-        # The blended order wins; the fused scores are kept in that order's shape.
+        # The blended order wins; the fused scores are kept in that order's shape. A
+        # result the reranker read is shown: a search side's verdict (includeInContext)
+        # hid the results it moved up.
         score = top * (1.0 - position / (2 * len(order)))
-        known = {"relevance_score": relevance[original.id]} if original.id in relevance else {}
+        known = (
+            {"relevance_score": relevance[original.id], "includeInContext": True}
+            if original.id in relevance
+            else {}
+        )
         reranked.append(rescored(original, score, **known))
     floor = reranked[-1].metadata["score"]
     return reranked + [_capped(doc, floor) for doc in tail]

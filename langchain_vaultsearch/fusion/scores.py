@@ -39,7 +39,6 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 
 from langchain_vaultsearch.documents import (
-    CONTEXT_SHARE,
     document_score,
     lexical_matches,
     rescored,
@@ -107,7 +106,6 @@ def fuse(
     term_weights: Mapping[str, float] | None = None,
     depth: int | None = None,
     note_scores: bool = False,
-    context_share: float = CONTEXT_SHARE,
 ) -> list[Document]:
     """Fuse two ranked lists into one.
 
@@ -127,14 +125,12 @@ def fuse(
             None normalises over the whole list.
         note_scores: `calibrated` only: a chunk one side did not return takes its
             note's best score on that side (False: 0).
-        context_share: the share of the best fused score a document needs to be
-            `includeInContext` (the lexical retriever's `min_similarity_score`).
 
     Returns:
         New documents (inputs are not modified) with the fused score in `score`,
         `rerank_score` and `explanation["finalScore"]`, each side's contribution under
-        `explanation["fusion"]`, and `includeInContext` read from the fused score; where
-        both sides found a chunk, the lexical document is kept.
+        `explanation["fusion"]`, and `includeInContext` where either side's document
+        of the chunk was; where both sides found a chunk, the lexical document is kept.
     """
     if method not in FUSION_METHODS:
         msg = f"fusion must be one of {', '.join(FUSION_METHODS)}, got {method!r}"
@@ -157,7 +153,7 @@ def fuse(
         by_note = note_scores and method == "calibrated"
         fused = _weighted_sum(lexical, semantic, side_scores, weights, method, by_note=by_note)
     fused.sort(key=_in_side_order(lexical, semantic))
-    return _flagged_for_context(fused[:limit], context_share)
+    return _flagged_for_context(fused[:limit], lexical, semantic)
 
 
 def _in_side_order(
@@ -283,17 +279,25 @@ def _scored(doc: Document, score: float, fusion: dict[str, Any]) -> Document:
     )
 
 
-def _flagged_for_context(fused: list[Document], share: float) -> list[Document]:
-    """The fused list, each document `includeInContext` as far as its fused score goes.
+def _flagged_for_context(
+    fused: list[Document], lexical: list[Document], semantic: list[Document]
+) -> list[Document]:
+    """The fused list, each document `includeInContext` where either side would show it.
 
-    A side's flag says how its own list saw a result: a chunk lexical search found weakly
-    and the model strongly kept the lexical flag, so the context left out the merged
-    list's second and third results and showed weaker ones below them. The documents are
-    `_scored`'s fresh copies, so setting the flag changes no caller's document.
+    Where both sides found a chunk the lexical document is kept, and with it lexical
+    search's verdict: a chunk it found weakly and the model strongly stayed out of the
+    context, which showed weaker results below it. A share of the best fused score would
+    not do: min-max puts a side's k-th note at 0, so with one side empty (skipped, failed,
+    past its deadline) the lexical list lost results lexical search alone shows. The
+    documents are `_scored`'s fresh copies, so setting the flag changes no caller's.
     """
-    best = document_score(fused[0].metadata) if fused else 0.0
+    shown = {
+        _key(doc)
+        for doc in (*lexical, *semantic)
+        if doc.metadata.get("includeInContext") is not False
+    }
     for doc in fused:
-        doc.metadata["includeInContext"] = document_score(doc.metadata) >= share * best
+        doc.metadata["includeInContext"] = _key(doc) in shown
     return fused
 
 

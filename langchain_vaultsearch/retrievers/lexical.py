@@ -11,7 +11,7 @@ from pathlib import Path
 from langchain_core.documents import Document
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from langchain_vaultsearch.documents import CONTEXT_SHARE, chunk_document, result_order
+from langchain_vaultsearch.documents import chunk_document, result_order
 from langchain_vaultsearch.expansion.terms import ExpandedQuery, QueryExpanderLike
 from langchain_vaultsearch.limits import result_count_field, result_limit
 from langchain_vaultsearch.query_plan import note_mentions, uncarried_tags_as_words
@@ -76,7 +76,7 @@ class TieredLexicalRetriever(VaultRetriever):
     """Results per query (the original's maxK)."""
     salient_terms: list[str] = Field(default_factory=list)
     """Extra ranking terms added to every query's salient terms."""
-    min_similarity_score: float = Field(default=CONTEXT_SHARE, ge=0.0, le=1.0)
+    min_similarity_score: float = Field(default=0.1, ge=0.0, le=1.0)
     """Share of the best raw score a result needs to be `includeInContext`."""
     enable_lexical_boosts: bool = True
     """Folder and graph boosts."""
