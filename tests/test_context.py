@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from typing import Any
@@ -522,12 +523,29 @@ def test_cut_escaped_backs_off_a_partial_entity() -> None:
             "谢伯让.大脑简史[M]\n[2]: https://example.com",
         ),
         ("[Google][1] and f([1],[2]) and - [ ] task", "[Google][1] and f([1],[2]) and - [ ] task"),
+        # A value after a CJK word stays; prices are not math; a type is not a marker.
+        ("区间[1, 5]内的整数，第[1]章", "区间[1, 5]内的整数，第[1]章"),
+        ("It costs $5 [1], the other $10 [2].", "It costs $5, the other $10."),
+        (
+            "The types [4]int and [5]int differ; see [1]\u2013[3].",
+            "The types [4]int and [5]int differ; see.",
+        ),
+        ("`arr`[0] first\n[0] Introduction", "`arr`[0] first\n[0] Introduction"),
         ("", ""),
         (None, ""),
     ],
 )
 def test_sanitize_for_citations(text: str | None, expected: str) -> None:
     assert sanitize_for_citations(text) == expected
+
+
+@pytest.mark.parametrize("text", ["[1]" * 5000 + "(", " " * 20000 + "x", " " * 20000 + "[^1]"])
+def test_sanitizing_a_hostile_note_takes_linear_time(text: str) -> None:
+    """A long chain of markers, tried again shorter and shorter, took 2.5 s; a run of
+    spaces, tried from each of its spaces, 11 s."""
+    started = time.perf_counter()
+    sanitize_for_citations(text * 4)
+    assert time.perf_counter() - started < 1.0
 
 
 def test_content_in_the_context_is_sanitized() -> None:
