@@ -311,18 +311,31 @@ def flagged(chunk_id: str, score: float, source: str, shown: bool) -> Document:
 
 
 @pytest.mark.parametrize("method", FUSION_METHODS)
-def test_a_result_either_side_would_show_is_shown(method: FusionMethod) -> None:
+def test_with_both_sides_the_fused_score_decides_what_is_shown(method: FusionMethod) -> None:
     """The lexical document kept on a collision carried lexical search's verdict alone: a
-    note it found weakly and the model strongly stayed out of the context."""
+    note it found weakly and the model strongly stayed out of the context. And every
+    semantic hit is flagged shown: those the fusion scored 0 were shown too."""
     lexical = [
         flagged("practice.md#0", 0.98, "lexical", True),
         flagged("lesson.md#0", 0.05, "lexical", False),
         flagged("weak.md#0", 0.02, "lexical", False),
     ]
-    semantic = [doc("lesson.md#0", 0.9, "semantic"), doc("practice.md#0", 0.8, "semantic")]
-    fused = fuse(lexical, semantic, limit=10, method=method)
+    semantic = [
+        doc("lesson.md#0", 0.9, "semantic"),
+        doc("practice.md#0", 0.8, "semantic"),
+        doc("far.md#0", 0.01, "semantic"),
+    ]
+    for d in semantic:
+        d.metadata["includeInContext"] = True
+    fused = fuse(lexical, semantic, limit=10, method=method, context_share=0.1)
     shown = {d.id: d.metadata["includeInContext"] for d in fused}
-    assert shown == {"practice.md#0": True, "lesson.md#0": True, "weak.md#0": False}
+    # The original's blend keeps a collision's lexical score, and with it the verdict.
+    assert shown["lesson.md#0"] is (method != "blend")
+    best = fused[0].metadata["score"]
+    for d in fused:
+        assert d.metadata["includeInContext"] == (d.metadata["score"] >= 0.1 * best)
+    if method == "calibrated":
+        assert shown["far.md#0"] is False
     for d in fused:
         assert d.metadata["explanation"]["finalScore"] == d.metadata["score"]
     assert lexical[1].metadata["includeInContext"] is False  # inputs unchanged

@@ -106,6 +106,7 @@ def fuse(
     term_weights: Mapping[str, float] | None = None,
     depth: int | None = None,
     note_scores: bool = False,
+    context_share: float = 0.1,
 ) -> list[Document]:
     """Fuse two ranked lists into one.
 
@@ -125,12 +126,15 @@ def fuse(
             None normalises over the whole list.
         note_scores: `calibrated` only: a chunk one side did not return takes its
             note's best score on that side (False: 0).
+        context_share: with both sides, the share of the best fused score a document
+            needs to be `includeInContext` (the lexical retriever's
+            `min_similarity_score`).
 
     Returns:
         New documents (inputs are not modified) with the fused score in `score`,
         `rerank_score` and `explanation["finalScore"]`, each side's contribution under
-        `explanation["fusion"]`, and `includeInContext` where either side's document
-        of the chunk was; where both sides found a chunk, the lexical document is kept.
+        `explanation["fusion"]`, and `includeInContext` (`_flagged_for_context`);
+        where both sides found a chunk, the lexical document is kept.
     """
     if method not in FUSION_METHODS:
         msg = f"fusion must be one of {', '.join(FUSION_METHODS)}, got {method!r}"
@@ -153,7 +157,7 @@ def fuse(
         by_note = note_scores and method == "calibrated"
         fused = _weighted_sum(lexical, semantic, side_scores, weights, method, by_note=by_note)
     fused.sort(key=_in_side_order(lexical, semantic))
-    return _flagged_for_context(fused[:limit], lexical, semantic)
+    return _flagged_for_context(fused[:limit], lexical, semantic, context_share)
 
 
 def _in_side_order(
@@ -280,24 +284,31 @@ def _scored(doc: Document, score: float, fusion: dict[str, Any]) -> Document:
 
 
 def _flagged_for_context(
-    fused: list[Document], lexical: list[Document], semantic: list[Document]
+    fused: list[Document], lexical: list[Document], semantic: list[Document], share: float
 ) -> list[Document]:
-    """The fused list, each document `includeInContext` where either side would show it.
+    """The fused list, each document `includeInContext` as far as the fusion shows it.
 
-    Where both sides found a chunk the lexical document is kept, and with it lexical
-    search's verdict: a chunk it found weakly and the model strongly stayed out of the
-    context, which showed weaker results below it. A share of the best fused score would
-    not do: min-max puts a side's k-th note at 0, so with one side empty (skipped, failed,
-    past its deadline) the lexical list lost results lexical search alone shows. The
-    documents are `_scored`'s fresh copies, so setting the flag changes no caller's.
+    With both sides, by its fused score: at least `share` of the best. A side's own flag
+    said how its list alone saw a result: where both found a chunk the lexical document
+    (and its verdict) is kept, so a chunk lexical search found weakly and the model
+    strongly stayed out of the context; and the semantic side shows every hit, so its
+    hits the fusion scored 0 were shown. With one side empty (skipped, failed, past its
+    deadline) the list is the other's, and so are the verdicts: min-max puts a side's
+    k-th note at 0, and a share of the fused score hid results that side alone shows.
+    The documents are `_scored`'s fresh copies, so setting the flag changes no caller's.
     """
-    shown = {
-        _key(doc)
-        for doc in (*lexical, *semantic)
-        if doc.metadata.get("includeInContext") is not False
-    }
+    if not lexical or not semantic:
+        shown = {
+            _key(doc)
+            for doc in (*lexical, *semantic)
+            if doc.metadata.get("includeInContext") is not False
+        }
+        for doc in fused:
+            doc.metadata["includeInContext"] = _key(doc) in shown
+        return fused
+    best = document_score(fused[0].metadata) if fused else 0.0
     for doc in fused:
-        doc.metadata["includeInContext"] = _key(doc) in shown
+        doc.metadata["includeInContext"] = document_score(doc.metadata) >= share * best
     return fused
 
 

@@ -257,6 +257,7 @@ class MergedSemanticRetriever(VaultRetriever):
             query_terms=terms,
             term_weights=rarity,
             depth=limit,
+            context_share=self._lexical().min_similarity_score,
         )
         vault = self.semantic_index.vault
 
