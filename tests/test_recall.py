@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -263,11 +265,21 @@ def test_expanding_while_another_thread_adds_terms_never_raises() -> None:
     vocab = Vocabulary()
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    thresholds = gc.get_threshold()
+    gc.set_threshold(5)  # and collect garbage as often
+
+    class Finalized:  # garbage whose collection runs Python code, as a suite's has
+        def __init__(self) -> None:
+            self.cycle = self
+
+        def __del__(self) -> None:
+            time.sleep(0)
 
     def add_terms() -> None:
         for i in range(3000):
             vocab.add(f"deploy{i}")
             vocab.add(f"dxploy{i}")
+            Finalized()
 
     adder = threading.Thread(target=add_terms)
     errors: list[RuntimeError] = []
@@ -284,6 +296,7 @@ def test_expanding_while_another_thread_adds_terms_never_raises() -> None:
     finally:
         adder.join()
         sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)
     assert calls > 0
     assert errors == []
     assert [t for t, _w in vocab.expand("deploy")][:3] == ["deploy", "deploy0", "deploy1"]

@@ -21,6 +21,7 @@ import bisect
 import codecs
 import itertools
 import math
+import threading
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import InitVar, dataclass
@@ -221,10 +222,12 @@ class Vocabulary:
         """Start from sorted terms (their ranks are their ids), or from none."""
         self.sorted = terms if terms is not None else SortedTerms()
         self._recent: dict[str, int] = {}
-        """Read as a copy (`tuple(...)`, made in one C call no thread switch interrupts):
-        searches read the vocabulary outside the index's lock while a sync adds terms, and
-        a dict iterated in Python while another thread adds to it raises (searches during
-        edits fell back to recall order)."""
+        self._recent_lock = threading.Lock()
+        """Held to add to `_recent` and to copy it (`_recent_items`): searches read the
+        vocabulary outside the index's lock while a sync adds terms, and a dict iterated
+        while another thread adds to it raises (searches during edits fell back to recall
+        order). A copy made in one C call is not enough: the garbage collector it may set
+        off can run other threads."""
         self.frequency: Callable[[int], int] | None = None
         """How many notes hold a term id, when postings are at hand (`RecallIndex`)."""
         self._sound_alikes: dict[str, list[tuple[str, int | None]]] = {}
@@ -241,9 +244,14 @@ class Vocabulary:
         """Remember a term, and return its id."""
         term_id = self.id_of(term)
         if term_id is None:
-            term_id = self._recent[term] = len(self)
+            with self._recent_lock:
+                term_id = self._recent[term] = len(self)
             self._sound_alikes.clear()  # a new bigram may sound like a query's
         return term_id
+
+    def _recent_items(self) -> list[tuple[str, int]]:
+        with self._recent_lock:
+            return list(self._recent.items())
 
     def id_of(self, term: str) -> int | None:
         """A term's id, or None when no note holds it."""
@@ -287,7 +295,7 @@ class Vocabulary:
         first = ranks.start - 1 if _own is not None else ranks.start
         run = range(max(first, 0), ranks.stop)
         choices = self.sorted.decode_range(run)
-        recent = [other for other in tuple(self._recent) if other[:1] == term[:1]]
+        recent = [other for other, _id in self._recent_items() if other[:1] == term[:1]]
         found = process.extract(
             term,
             [*choices, *recent],
@@ -372,7 +380,7 @@ class Vocabulary:
         longer = self.sorted.shortest(ranks, MAX_PREFIX_EXPANSIONS)
         longer += [
             (other, other_id)
-            for other, other_id in tuple(self._recent.items())
+            for other, other_id in self._recent_items()
             if len(other) > len(term) and other.startswith(term)
         ]
         longer.sort(key=lambda item: (len(item[0]), item[0]))
