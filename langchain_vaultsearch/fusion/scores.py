@@ -293,18 +293,12 @@ def _flagged_for_context(
     (and its verdict) is kept, so a chunk lexical search found weakly and the model
     strongly stayed out of the context; and the semantic side shows every hit, so its
     hits the fusion scored 0 were shown. With one side empty (skipped, failed, past its
-    deadline) the list is the other's, and so are the verdicts: min-max puts a side's
-    k-th note at 0, and a share of the fused score hid results that side alone shows.
-    The documents are `_scored`'s fresh copies, so setting the flag changes no caller's.
+    deadline) the list is the other's, and its documents (`_scored`'s copies) keep that
+    side's verdicts: min-max puts a side's k-th note at 0, and a share of the fused score
+    hid results that side alone shows. The documents are fresh copies, so setting the
+    flag changes no caller's.
     """
     if not lexical or not semantic:
-        shown = {
-            _key(doc)
-            for doc in (*lexical, *semantic)
-            if doc.metadata.get("includeInContext") is not False
-        }
-        for doc in fused:
-            doc.metadata["includeInContext"] = _key(doc) in shown
         return fused
     best = document_score(fused[0].metadata) if fused else 0.0
     for doc in fused:
